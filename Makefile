@@ -1,0 +1,37 @@
+# streamscale: `make run` starts the product, `make test` runs the whole test suite.
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: install run test test-fast lint bench-throughput bench-rescale clean-var
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m webapp.launcher run
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not spark and not browser"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check engine webapp bench tests
+	$(VENV)/bin/mypy engine
+
+bench-throughput: $(STAMP)
+	$(PY) -m bench throughput
+
+bench-rescale: $(STAMP)
+	$(PY) -m bench rescale
+
+clean-var:
+	$(PY) -m webapp.launcher stop-services || true
+	rm -rf var

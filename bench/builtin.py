@@ -1,0 +1,74 @@
+"""Spark's built-in streaming aggregation on the benchmark workload (the baseline)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+
+from bench.workload import KEYS, WATERMARK, WINDOW
+from engine.runtime.sources import GeneratorSpec, read_generator
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def use_rocksdb(spark: SparkSession, enabled: bool) -> None:
+    """Switches the state store of queries started next (the offline repartition of
+    Spark 4.2+ supports only RocksDB, with changelog checkpointing as recommended)."""
+    if enabled:
+        spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+        spark.conf.set(
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true"
+        )
+    else:
+        spark.conf.unset("spark.sql.streaming.stateStore.providerClass")
+        spark.conf.unset("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled")
+
+
+def start_builtin(
+    spark: SparkSession,
+    rows_per_batch: int,
+    checkpoint: str,
+    start_ms: int,
+    keys: int = KEYS,
+    trigger: str = "0 seconds",
+) -> StreamingQuery:
+    """The same events, windowed count with watermark, append mode, noop sink."""
+    spec = GeneratorSpec(rows_per_second=rows_per_batch, keys=keys, start_ms=start_ms)
+    counts = (
+        read_generator(spark, spec, 1000)
+        .withWatermark("event_time", WATERMARK)
+        .groupBy(F.window("event_time", WINDOW), F.col("campaign_id"))
+        .count()
+    )
+    return (
+        counts.writeStream.outputMode("append")
+        .format("noop")
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime=trigger)
+        .start()
+    )
+
+
+def run_builtin(
+    spark: SparkSession, rows_per_batch: int, epochs: int, checkpoint: str, start_ms: int
+) -> list[dict[str, Any]]:
+    """Runs ``epochs`` micro-batches and returns their progress reports."""
+    query = start_builtin(spark, rows_per_batch, checkpoint, start_ms)
+    seen: dict[int, dict[str, Any]] = {}
+    while len(seen) < epochs:
+        for progress in query.recentProgress:
+            seen[progress["batchId"]] = progress
+        if query.exception() is not None:
+            raise RuntimeError(str(query.exception()))
+        time.sleep(0.1)
+    query.stop()
+    return [seen[b] for b in sorted(seen)][:epochs]
+
+
+def progress_ms(progress: dict[str, Any]) -> float:
+    """Wall time of one micro-batch."""
+    return float(progress["durationMs"]["triggerExecution"])

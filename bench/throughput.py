@@ -1,0 +1,75 @@
+"""``python -m bench throughput``: VSN vs Spark's built-in streaming aggregation.
+
+Same generated events (100k keys, 10 s tumbling windows, 2 s watermark), same session,
+same run. Rows per second = input rows over the summed durations of steady micro-batches,
+each measured the same way for both (Spark's ``triggerExecution``: the whole micro-batch,
+offset and commit logs included); the first ones, which pay JVM and worker warm-up, are
+left out of both.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from typing import Any
+
+from bench.builtin import progress_ms, run_builtin
+from bench.workload import window_count_job
+from engine.runtime.api import start_run
+from engine.runtime.metrics import CollectingPublisher
+from engine.runtime.session import build_session
+from engine.runtime.sinks import clear_memory_sink
+
+WARMUP = 3
+
+
+def run_vsn(spark: Any, rows_per_batch: int, epochs: int, parallelism: int) -> list[dict[str, Any]]:
+    """Runs the VSN job for ``epochs`` epochs; returns Spark's progress of each micro-batch,
+    whose ``triggerExecution`` covers the whole epoch as for the built-in query (the epoch
+    metrics' ``batch_duration_ms`` leaves out Spark's offset and commit logs)."""
+    publisher = CollectingPublisher()
+    with tempfile.TemporaryDirectory(prefix="bench-vsn-") as checkpoint:
+        job = window_count_job(rows_per_batch, parallelism, "bench_throughput")
+        run = start_run(
+            job,
+            checkpoint=checkpoint,
+            publisher=publisher,
+            spark=spark,
+            epoch_ms=1000,
+            trigger_ms=0,
+            stop_after_epoch=epochs - 1,
+        )
+        run.wait()
+        progress = run.progress()
+    clear_memory_sink("bench_throughput")
+    return [p for p in progress if p["batchId"] < epochs]
+
+
+def measure(
+    rows_per_batch: int = 200_000, epochs: int = 15, rounds: int = 3, parallelism: int = 2
+) -> dict[str, Any]:
+    """Alternating rounds of both engines; the figures are over all steady epochs."""
+    spark = build_session(app_name="bench-throughput")
+    vsn_ms: list[float] = []
+    spark_ms: list[float] = []
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory(prefix="bench-builtin-") as checkpoint:
+            progress = run_builtin(
+                spark, rows_per_batch, epochs, checkpoint, int(time.time() * 1000)
+            )
+        spark_ms += [progress_ms(p) for p in progress[WARMUP:]]
+        progress = run_vsn(spark, rows_per_batch, epochs, parallelism)
+        vsn_ms += [progress_ms(p) for p in progress[WARMUP:]]
+    vsn_rate = rows_per_batch * len(vsn_ms) / (sum(vsn_ms) / 1000.0)
+    spark_rate = rows_per_batch * len(spark_ms) / (sum(spark_ms) / 1000.0)
+    return {
+        "rows_per_batch": rows_per_batch,
+        "keys": 100_000,
+        "epochs_measured": len(vsn_ms),
+        "vsn_median_epoch_ms": round(statistics.median(vsn_ms), 1),
+        "spark_median_epoch_ms": round(statistics.median(spark_ms), 1),
+        "vsn_rows_per_s": round(vsn_rate),
+        "spark_rows_per_s": round(spark_rate),
+        "ratio": round(vsn_rate / spark_rate, 3),
+    }

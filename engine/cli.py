@@ -1,0 +1,264 @@
+"""Command line: ``python -m engine validate|plan|etp|scale-out|scale-in|recommend``.
+
+Prints JSON on stdout and exits 0, or prints one line per problem on stderr and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TypeVar
+
+from engine.dag import output_columns, parse_job_graph
+from engine.dag.model import JobGraph
+from engine.errors import EngineError, ProblemsError
+from engine.planner import plan_job
+from engine.policies import (
+    DEFAULT_THRESHOLD,
+    Rates,
+    compute_etp,
+    parse_placement,
+    parse_rates,
+    plan_scale_in,
+    plan_scale_out,
+    recommend_parallelism,
+)
+
+EXIT_OK, EXIT_INVALID = 0, 2
+T = TypeVar("T")
+
+
+class InputError(EngineError):
+    """A file given on the command line cannot be read or has problems."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = list(lines)
+        super().__init__("\n".join(self.lines))
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage mistakes as one line and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_INVALID, f"{self.prog}: {message} (see --help)\n")
+
+
+def _load_json(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as error:
+        raise InputError([f"{path}: cannot read file: {error.strerror or error}"]) from error
+    except UnicodeDecodeError as error:
+        raise InputError([f"{path}: not UTF-8 text: {error.reason}"]) from error
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError([f"{path}: not valid JSON: {error.msg} at line {error.lineno} "
+                          f"column {error.colno}"]) from error
+    except RecursionError as error:
+        raise InputError([f"{path}: not valid JSON: nested too deeply"]) from error
+
+
+def _checked(path: str, parse: Callable[[Any], T]) -> T:
+    """Load ``path`` and parse it, prefixing each problem with the file name."""
+    document = _load_json(path)
+    try:
+        return parse(document)
+    except ProblemsError as error:
+        raise InputError([f"{path}: {problem}" for problem in error.problems]) from error
+
+
+def _graph(path: str) -> JobGraph:
+    return _checked(path, parse_job_graph)
+
+
+def _rates(path: str, graph: JobGraph) -> Rates:
+    return _checked(path, lambda doc: parse_rates(doc, graph))
+
+
+def _policy(run: Callable[[], T]) -> T:
+    """Run a policy; its refusals become input errors (exit 2)."""
+    try:
+        return run()
+    except ProblemsError as error:
+        raise InputError([str(problem) for problem in error.problems]) from error
+
+
+def cmd_validate(args: argparse.Namespace) -> dict[str, Any]:
+    """Validate a DAG document."""
+    graph = _graph(args.dag)
+    return {"valid": True, "name": graph.name, "key_groups": graph.key_groups,
+            "topological_order": list(graph.topological_order()),
+            "output_columns": output_columns(graph)}
+
+
+def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
+    """Physical plan of a DAG document."""
+    return plan_job(_graph(args.dag)).to_dict()
+
+
+def cmd_etp(args: argparse.Namespace) -> dict[str, Any]:
+    """ETP and congestion from rates."""
+    graph = _graph(args.dag)
+    return compute_etp(graph, _rates(args.rates, graph), args.threshold).to_dict()
+
+
+def cmd_scale_out(args: argparse.Namespace) -> dict[str, Any]:
+    """Stela scale-out by N instances."""
+    graph = _graph(args.dag)
+    rates = _rates(args.rates, graph)
+    return _policy(lambda: plan_scale_out(graph, rates, args.instances,
+                                          args.threshold)).to_dict()
+
+
+def cmd_scale_in(args: argparse.Namespace) -> dict[str, Any]:
+    """Stela scale-in of N machines."""
+    graph = _graph(args.dag)
+    rates = _rates(args.rates, graph)
+    placement = _checked(args.placement, lambda doc: parse_placement(doc, graph))
+    return _policy(lambda: plan_scale_in(graph, rates, placement, args.machines,
+                                         args.threshold)).to_dict()
+
+
+def cmd_recommend(args: argparse.Namespace) -> dict[str, Any]:
+    """DS2 recommended parallelism."""
+    graph = _graph(args.dag)
+    rates = _rates(args.rates, graph)
+    return {"parallelism": _policy(lambda: recommend_parallelism(graph, rates, args.target_rate))}
+
+
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return value
+
+
+def _threshold(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--threshold", type=_positive_number, default=DEFAULT_THRESHOLD,
+                        help="congestion threshold: congested when input > T x processing "
+                             "(default %(default)s)")
+
+
+def _dag_and_rates(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dag", metavar="DAG.json", help="job graph document (DESIGN.md section 4)")
+    parser.add_argument("rates", metavar="RATES.json",
+                        help='rates: {"<op>": {"input_rate", "processing_rate", "output_rate"}}')
+
+
+def _add_validate(commands: Any) -> None:
+    validate = commands.add_parser("validate", help="check a DAG document",
+                                   description="Check a DAG document; print its topological "
+                                               "order and the columns of every operator.")
+    validate.add_argument("dag", metavar="DAG.json", help="job graph document")
+    validate.set_defaults(run=cmd_validate)
+
+
+def _add_plan(commands: Any) -> None:
+    plan = commands.add_parser("plan", help="parallel regions, routing, pinned operators",
+                               description="Print the physical plan: parallel regions with "
+                                           "their operators, routing, parallelism and, for "
+                                           "operators pinned to 1, the reason.")
+    plan.add_argument("dag", metavar="DAG.json", help="job graph document")
+    plan.set_defaults(run=cmd_plan)
+
+
+def _add_etp(commands: Any) -> None:
+    etp = commands.add_parser("etp", help="ETP and congested operators (Stela)",
+                              description="Effective Throughput Percentage of every operator "
+                                          "and the congested operators.")
+    _dag_and_rates(etp)
+    _threshold(etp)
+    etp.set_defaults(run=cmd_etp)
+
+
+def _add_scale_out(commands: Any) -> None:
+    out = commands.add_parser("scale-out", help="where N new instances should go (Stela)",
+                              description="Give N new instances, one at a time, to the "
+                                          "congested operator with the highest ETP.")
+    _dag_and_rates(out)
+    out.add_argument("--instances", type=int, required=True, metavar="N",
+                     help="number of instances to add")
+    _threshold(out)
+    out.set_defaults(run=cmd_scale_out)
+
+
+def _add_scale_in(commands: Any) -> None:
+    scale_in = commands.add_parser("scale-in", help="which machines to remove (Stela)",
+                                   description="Remove N machines, lowest ETP sum first, "
+                                               "spreading their instances round-robin.")
+    _dag_and_rates(scale_in)
+    scale_in.add_argument("--placement", required=True, metavar="P.json",
+                          help='{"<machine>": ["<op>", ...]} one entry per instance')
+    scale_in.add_argument("--machines", type=int, required=True, metavar="N",
+                          help="number of machines to remove")
+    _threshold(scale_in)
+    scale_in.set_defaults(run=cmd_scale_in)
+
+
+def _add_recommend(commands: Any) -> None:
+    recommend = commands.add_parser("recommend", help="DS2 parallelism for a target rate",
+                                    description="DS2: parallelism of every non-source operator "
+                                                "for sources emitting R rows/s.")
+    _dag_and_rates(recommend)
+    recommend.add_argument("--target-rate", type=float, default=None, metavar="R",
+                           help="rows/s per source (default: its measured output_rate)")
+    recommend.set_defaults(run=cmd_recommend)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m engine``."""
+    parser = _Parser(prog="python -m engine",
+                     description="Check, plan and size streamscale jobs from files: no "
+                                 "database, no Spark (except `run`). Prints JSON on stdout "
+                                 "(exit 0) or one line per problem on stderr (exit 2).")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+    for add in (_add_validate, _add_plan, _add_etp, _add_scale_out, _add_scale_in,
+                _add_recommend):
+        add(commands)
+    # Listed for --help only; main() hands `run` to the Spark runtime before parsing.
+    commands.add_parser("run", add_help=False,
+                        help="run a job on Spark: run DAG.json --checkpoint DIR [--master URL]")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["run"]:
+        # Only this command needs PySpark; the others stay importable without it.
+        from engine.runtime.cli import main_run
+
+        return main_run(arguments[1:])
+    args = build_parser().parse_args(arguments)
+    try:
+        result = args.run(args)
+    except InputError as error:
+        _fail(error.lines)
+        return EXIT_INVALID
+    except EngineError as error:
+        _fail(str(error).splitlines())
+        return EXIT_INVALID
+    except Exception as error:  # the edge: never show a traceback to the user
+        _fail([f"error: {type(error).__name__}: {error}"])
+        return EXIT_INVALID
+    try:
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader (e.g. head) left early; that is not an error
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's exit quiet
+    return EXIT_OK
+
+
+def _fail(lines: Sequence[str]) -> None:
+    for line in lines:
+        sys.stderr.write(" ".join(str(line).split("\n")) + "\n")

@@ -1,0 +1,116 @@
+"""Plan diffs: what changes between two physical plans, by kind of change.
+
+Following the task-centric view of reconfiguration, a change is *workload* (the
+key-group mapping of keyed operators), *resources* (instances of an operator) or
+*logic* (operator types, params or the graph's wiring).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from engine.mapping.diff import assignment_diff
+from engine.planner.plan import PhysicalPlan
+
+ChangeKind = Literal["workload", "resources", "logic"]
+KINDS: tuple[ChangeKind, ...] = ("workload", "resources", "logic")
+
+
+@dataclass(frozen=True)
+class PlanChange:
+    """One change: its kind, the operators it touches and a one-line description."""
+
+    kind: ChangeKind
+    operators: tuple[str, ...]
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"kind": self.kind, "operators": list(self.operators), "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class PlanDiff:
+    """Every change between two plans; empty when they run the same way."""
+
+    changes: tuple[PlanChange, ...]
+
+    @property
+    def kinds(self) -> tuple[ChangeKind, ...]:
+        """Kinds present, in the order workload, resources, logic."""
+        present = {c.kind for c in self.changes}
+        return tuple(k for k in KINDS if k in present)
+
+    @property
+    def affected_operators(self) -> tuple[str, ...]:
+        """Operators touched by any change, sorted."""
+        return tuple(sorted({op for c in self.changes for op in c.operators}))
+
+    def is_empty(self) -> bool:
+        """True when nothing changes."""
+        return not self.changes
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: kinds, affected operators and the changes."""
+        return {"kinds": list(self.kinds), "affected_operators": list(self.affected_operators),
+                "changes": [c.to_dict() for c in self.changes]}
+
+
+def diff_plans(old: PhysicalPlan, new: PhysicalPlan) -> PlanDiff:
+    """The changes that turn ``old`` into ``new``."""
+    changes = _logic_changes(old, new) + _resource_changes(old, new) + _workload_changes(old, new)
+    return PlanDiff(changes=tuple(changes))
+
+
+def _logic_changes(old: PhysicalPlan, new: PhysicalPlan) -> list[PlanChange]:
+    old_ops = {op.id: op for op in old.graph.operators}
+    new_ops = {op.id: op for op in new.graph.operators}
+    changes = []
+    for op_id in new_ops.keys() - old_ops.keys():
+        changes.append(PlanChange("logic", (op_id,), f"operator {op_id} added"))
+    for op_id in old_ops.keys() - new_ops.keys():
+        changes.append(PlanChange("logic", (op_id,), f"operator {op_id} removed"))
+    for op_id in sorted(old_ops.keys() & new_ops.keys()):
+        before, after = old_ops[op_id], new_ops[op_id]
+        if before.type != after.type:
+            changes.append(PlanChange("logic", (op_id,),
+                                      f"type of {op_id}: {before.type} -> {after.type}"))
+        elif dict(before.params) != dict(after.params):
+            names = sorted(k for k in set(before.params) | set(after.params)
+                           if before.params.get(k) != after.params.get(k))
+            changes.append(PlanChange("logic", (op_id,),
+                                      f"params of {op_id} changed: {', '.join(names)}"))
+    old_edges, new_edges = set(old.graph.edges), set(new.graph.edges)
+    for edge in sorted(new_edges - old_edges, key=str):
+        changes.append(PlanChange("logic", (edge.target,), f"edge {edge} added"))
+    for edge in sorted(old_edges - new_edges, key=str):
+        touched = (edge.target,) if edge.target in new_ops else (edge.source,)
+        changes.append(PlanChange("logic", touched, f"edge {edge} removed"))
+    return sorted(changes, key=lambda c: (c.operators, c.detail))
+
+
+def _resource_changes(old: PhysicalPlan, new: PhysicalPlan) -> list[PlanChange]:
+    old_ops = {op.id: op for op in old.operators}
+    changes = []
+    for op in new.operators:
+        before = old_ops.get(op.id)
+        if before is not None and before.parallelism != op.parallelism:
+            changes.append(PlanChange("resources", (op.id,),
+                                      f"instances of {op.id}: {before.parallelism} -> "
+                                      f"{op.parallelism}"))
+    return changes
+
+
+def _workload_changes(old: PhysicalPlan, new: PhysicalPlan) -> list[PlanChange]:
+    changes = []
+    for op_id, after in new.assignments.items():
+        before = old.assignments.get(op_id)
+        if before is None or before.key_groups != after.key_groups:
+            continue  # a new keyed operator is a logic change; nothing is re-mapped
+        moved = len(assignment_diff(before, after).moves)
+        if moved:
+            changes.append(PlanChange("workload", (op_id,),
+                                      f"{moved} of {after.key_groups} key groups of {op_id} "
+                                      f"change instance"))
+    return changes

@@ -1,0 +1,111 @@
+"""The engine's runtime API, as the control plane calls it.
+
+>>> run = start_run(job_document, checkpoint="var/runs/42", publisher=p, recorder=r,
+...                 control_url="redis://127.0.0.1:6379/0", run_id="42")
+>>> request_reconfiguration(run.channel, kind="rescale", operator="counts", parallelism=6)
+>>> run.wait()            # or stop_run(run)
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from engine.dag import JobGraph, parse_job_graph
+from engine.ports import MetricsPublisher, ReconfigurationRecorder
+from engine.runtime.commands import command_message
+from engine.runtime.control import ControlChannel, open_control_channel
+from engine.runtime.driver import JobRun, RunOptions
+from engine.runtime.session import build_session
+from engine.runtime.state import StoreSpec
+
+DEFAULT_CONTROL_PREFIX = "streamscale:"
+
+
+def load_graph(document: Mapping[str, Any] | JobGraph) -> JobGraph:
+    """A validated JobGraph (raises engine.errors.DagValidationError with every problem)."""
+    if isinstance(document, JobGraph):
+        return document
+    return parse_job_graph(dict(document))
+
+
+def start_run(
+    document: Mapping[str, Any] | JobGraph,
+    *,
+    checkpoint: str,
+    publisher: MetricsPublisher,
+    recorder: ReconfigurationRecorder | None = None,
+    run_id: str | None = None,
+    spark: SparkSession | None = None,
+    master: str = "local[2]",
+    epoch_ms: int = 1000,
+    trigger_ms: int | None = None,
+    state_url: str | None = None,
+    control_url: str | None = None,
+    control_prefix: str = DEFAULT_CONTROL_PREFIX,
+    stop_after_epoch: int | None = None,
+) -> JobRun:
+    """Starts a run of a job graph and returns it running.
+
+    ``checkpoint`` holds Spark's checkpoint, the epoch log and (without ``state_url``)
+    the embedded state store. ``epoch_ms`` is the event time one epoch covers (a
+    generator emits ``rows_per_second * epoch_ms / 1000`` rows per epoch); ``trigger_ms``
+    the processing-time trigger (default ``epoch_ms``; 0 runs epochs back to back).
+    Starting again on the same checkpoint resumes the run
+    exactly once. ``state_url`` ``redis://...`` selects the networked store;
+    ``control_url`` ``redis://...`` the durable control channel (else in memory).
+    """
+    graph = load_graph(document)
+    session = spark or build_session(master=master, app_name=f"streamscale-{graph.name}")
+    run_key = run_id or uuid.uuid4().hex[:12]
+    store = StoreSpec("redis", state_url, f"{control_prefix}{run_key}") if state_url else None
+    options = RunOptions(
+        checkpoint=checkpoint,
+        run_id=run_key,
+        epoch_ms=epoch_ms,
+        trigger_ms=trigger_ms,
+        store=store,
+        stop_after_epoch=stop_after_epoch,
+    )
+    channel = open_control_channel(control_url, _run_id_of(options), control_prefix)
+    run = JobRun(graph, session, options, publisher, recorder, channel)
+    run.start()
+    return run
+
+
+def _run_id_of(options: RunOptions) -> str:
+    # A restarted run keeps the id stored in its checkpoint.
+    from engine.runtime.driver import _run_info
+
+    return str(_run_info(options)["run_id"])
+
+
+def stop_run(run: JobRun) -> str:
+    """Stops a run; the current epoch is replayed on the next start if unfinished."""
+    run.stop()
+    return run.status
+
+
+def request_reconfiguration(
+    channel: ControlChannel,
+    *,
+    kind: str,
+    operator: str | None = None,
+    parallelism: int | None = None,
+    assignment: list[int] | str | None = None,
+    params: dict[str, Any] | None = None,
+    request_id: str | None = None,
+) -> str:
+    """Sends a command on a run's control channel; returns its request id. The ack
+    arrives on the channel (``channel.wait_for_ack``) and at the run's recorder."""
+    request = request_id or uuid.uuid4().hex
+    channel.send(
+        command_message(
+            kind, operator, request, time.time() * 1000.0, parallelism, assignment, params
+        )
+    )
+    return request

@@ -1,0 +1,135 @@
+"""The durable per-run control channel: commands in, acknowledgements out.
+
+``RedisControlChannel`` keeps both in Redis streams (``<prefix>run:<id>:control`` and
+``<prefix>run:<id>:acks``); ``MemoryControlChannel`` is the same contract in memory for
+tests. Cursors are stream ids: the driver logs the last one it applied with each epoch,
+so after a crash it re-reads exactly the commands that had not taken effect.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, cast
+
+import redis
+
+
+class ControlChannel(ABC):
+    """Commands for one run, read in order after a cursor, and their acknowledgements."""
+
+    @abstractmethod
+    def send(self, message: Mapping[str, str]) -> str:
+        """Appends a command; returns its cursor (client side)."""
+
+    @abstractmethod
+    def read_after(self, cursor: str | None, block_ms: int) -> list[tuple[str, dict[str, str]]]:
+        """Commands after ``cursor`` (all if None), waiting up to ``block_ms`` for one."""
+
+    @abstractmethod
+    def acknowledge(self, ack: Mapping[str, Any]) -> bool:
+        """Records an ack once per request id; False if it was already recorded."""
+
+    @abstractmethod
+    def acks(self) -> list[dict[str, Any]]:
+        """Every ack recorded so far, in order."""
+
+    def wait_for_ack(self, request_id: str, timeout_s: float = 60.0) -> dict[str, Any] | None:
+        """Polls until the ack of ``request_id`` arrives (client side)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for ack in self.acks():
+                if ack.get("request_id") == request_id:
+                    return ack
+            time.sleep(0.02)
+        return None
+
+
+class MemoryControlChannel(ControlChannel):
+    """In-memory channel for unit tests (one process)."""
+
+    def __init__(self) -> None:
+        self._messages: list[tuple[str, dict[str, str]]] = []
+        self._acks: list[dict[str, Any]] = []
+        self._changed = threading.Condition()
+
+    def send(self, message: Mapping[str, str]) -> str:
+        """Appends with a sequential cursor."""
+        with self._changed:
+            cursor = f"{len(self._messages) + 1}-0"
+            self._messages.append((cursor, dict(message)))
+            self._changed.notify_all()
+        return cursor
+
+    def read_after(self, cursor: str | None, block_ms: int) -> list[tuple[str, dict[str, str]]]:
+        """Messages after ``cursor``; waits on a condition when there are none."""
+        start = 0 if cursor is None else int(cursor.split("-")[0])
+        with self._changed:
+            if len(self._messages) <= start and block_ms > 0:
+                self._changed.wait(block_ms / 1000.0)
+            return list(self._messages[start:])
+
+    def acknowledge(self, ack: Mapping[str, Any]) -> bool:
+        """Appends unless the request id was acked before."""
+        with self._changed:
+            if any(a.get("request_id") == ack.get("request_id") for a in self._acks):
+                return False
+            self._acks.append(dict(ack))
+            return True
+
+    def acks(self) -> list[dict[str, Any]]:
+        """A copy of the acks."""
+        with self._changed:
+            return list(self._acks)
+
+
+class RedisControlChannel(ControlChannel):
+    """Redis streams; ``prefix`` isolates deployments (and tests) sharing one server."""
+
+    def __init__(
+        self, url: str, run_id: str, prefix: str = "", client: redis.Redis | None = None
+    ) -> None:
+        # ``client``: a connection pool the caller keeps (decode_responses=True), shared by
+        # many channels instead of one per channel.
+        self._redis = client or redis.Redis.from_url(url, decode_responses=True)
+        base = f"{prefix}run:{run_id}"
+        self.control_key = f"{base}:control"
+        self.acks_key = f"{base}:acks"
+        self._acked_key = f"{base}:acked"
+
+    def send(self, message: Mapping[str, str]) -> str:
+        """XADD to the control stream."""
+        return str(self._redis.xadd(self.control_key, cast(Any, dict(message))))
+
+    def read_after(self, cursor: str | None, block_ms: int) -> list[tuple[str, dict[str, str]]]:
+        """XREAD after ``cursor`` (from the start when None)."""
+        reply: Any = self._redis.xread({self.control_key: cursor or "0-0"}, block=block_ms or None)
+        if not reply:
+            return []
+        return [(str(entry_id), dict(fields)) for entry_id, fields in reply[0][1]]
+
+    def acknowledge(self, ack: Mapping[str, Any]) -> bool:
+        """HSETNX guards against duplicate acks after a replayed epoch."""
+        if not self._redis.hsetnx(self._acked_key, str(ack.get("request_id")), "1"):
+            return False
+        self._redis.xadd(self.acks_key, {"ack": json.dumps(dict(ack))})
+        return True
+
+    def acks(self) -> list[dict[str, Any]]:
+        """Every ack in the acks stream."""
+        entries: Any = self._redis.xrange(self.acks_key)
+        return [json.loads(f["ack"]) for _, f in entries]
+
+    def delete(self) -> None:
+        """Removes this run's streams (tests)."""
+        self._redis.delete(self.control_key, self.acks_key, self._acked_key)
+
+
+def open_control_channel(url: str | None, run_id: str, prefix: str = "") -> ControlChannel:
+    """A Redis channel for a redis:// URL, else an in-memory one."""
+    if url and url.startswith(("redis://", "rediss://", "unix://")):
+        return RedisControlChannel(url, run_id, prefix)
+    return MemoryControlChannel()

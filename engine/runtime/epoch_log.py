@@ -1,0 +1,78 @@
+"""The run's epoch log in the checkpoint directory, next to Spark's own.
+
+Before epoch e runs, its plan (assignment and params of every operator, watermarks, the
+control cursor and the acks of commands taking effect) is written; after it runs, its
+outcome (max event time, key-group loads). A replayed epoch reuses its plan, so it runs
+with exactly the configuration of the first attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+_KEEP = 200  # epochs of history kept; only the last two are ever needed for recovery
+
+
+class EpochLog:
+    """JSON files ``<dir>/<epoch>.plan.json`` and ``<dir>/<epoch>.outcome.json``."""
+
+    def __init__(self, directory: str) -> None:
+        self._dir = directory
+        os.makedirs(directory, exist_ok=True)
+
+    def _path(self, epoch: int, kind: str) -> str:
+        return os.path.join(self._dir, f"{epoch:012d}.{kind}.json")
+
+    def _read(self, epoch: int, kind: str) -> dict[str, Any] | None:
+        try:
+            with open(self._path(epoch, kind), encoding="utf-8") as handle:
+                return json.load(handle)
+        except FileNotFoundError:
+            return None
+
+    def _write(self, epoch: int, kind: str, doc: dict[str, Any]) -> None:
+        path = self._path(epoch, kind)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(doc, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+
+    def plan(self, epoch: int) -> dict[str, Any] | None:
+        """The plan logged for ``epoch``, if any."""
+        return self._read(epoch, "plan")
+
+    def write_plan(self, epoch: int, plan: dict[str, Any]) -> None:
+        """Logs the plan of ``epoch`` durably (fsync + rename)."""
+        self._write(epoch, "plan", plan)
+        self._prune(epoch)
+
+    def outcome(self, epoch: int) -> dict[str, Any] | None:
+        """The outcome logged for ``epoch``, if any."""
+        return self._read(epoch, "outcome")
+
+    def write_outcome(self, epoch: int, outcome: dict[str, Any]) -> None:
+        """Logs what ``epoch`` observed."""
+        self._write(epoch, "outcome", outcome)
+
+    def latest_plan(self, before: int) -> tuple[int, dict[str, Any]] | None:
+        """The most recent plan of an epoch < ``before``."""
+        epochs = sorted(
+            int(name.split(".")[0])
+            for name in os.listdir(self._dir)
+            if name.endswith(".plan.json") and int(name.split(".")[0]) < before
+        )
+        for epoch in reversed(epochs):
+            plan = self.plan(epoch)
+            if plan is not None:
+                return epoch, plan
+        return None
+
+    def _prune(self, epoch: int) -> None:
+        for name in os.listdir(self._dir):
+            number = name.split(".")[0]
+            if number.isdigit() and int(number) < epoch - _KEEP:
+                os.remove(os.path.join(self._dir, name))

@@ -1,0 +1,87 @@
+"""Validates a logic change (new params) against the running job before installing it.
+
+Stateless operators: the new expressions must analyse against the operator's input
+schema (no data read). Window aggregates: the change must keep the stored state
+meaningful (same key, window shape and partials); only e.g. the watermark may change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from engine.dag import JobGraph
+from engine.runtime.dedupe import parse_dedupe_spec
+from engine.runtime.errors import CommandRejected, StreamRuntimeError
+from engine.runtime.operators import STATELESS_TYPES, apply_stateless, check_stateless_params
+from engine.runtime.run_config import LogicCheck, RunConfig
+from engine.runtime.vsn_stage import output_struct, stage_input
+from engine.runtime.window_spec import WINDOW_END, WINDOW_START, parse_window_spec, state_compatible
+
+
+def logic_checker(graph: JobGraph, config: RunConfig, batch: DataFrame) -> LogicCheck:
+    """A LogicCheck bound to this epoch's input (for schemas) and current config."""
+
+    def check(op_id: str, params: dict[str, Any]) -> None:
+        op = graph.operator(op_id)
+        if op.type in STATELESS_TYPES:
+            check_stateless_params(op.type, params, _input_frame(graph, config, op_id, batch))
+        elif op.type == "window_aggregate":
+            _check_window(op_id, config[op_id].params, params)
+        elif op.type == "dedupe":
+            _check_dedupe(op_id, config[op_id].params, params)
+        else:
+            raise CommandRejected(f"{op_id!r} ({op.type}): logic changes need a restart")
+
+    return check
+
+
+def _check_window(op_id: str, old_params: dict[str, Any], new_params: dict[str, Any]) -> None:
+    try:
+        old, new = parse_window_spec(op_id, old_params), parse_window_spec(op_id, new_params)
+    except StreamRuntimeError as exc:
+        raise CommandRejected(str(exc)) from exc
+    reason = state_compatible(old, new)
+    if reason is not None:
+        raise CommandRejected(f"refused: {reason}")
+
+
+def _check_dedupe(op_id: str, old_params: dict[str, Any], new_params: dict[str, Any]) -> None:
+    try:
+        old, new = parse_dedupe_spec(op_id, old_params), parse_dedupe_spec(op_id, new_params)
+    except StreamRuntimeError as exc:
+        raise CommandRejected(str(exc)) from exc
+    if (old.keys, old.time) != (new.keys, new.time):
+        raise CommandRejected(
+            "refused: changing the key or time column would orphan the remembered keys"
+        )
+
+
+def _input_frame(graph: JobGraph, config: RunConfig, op_id: str, batch: DataFrame) -> DataFrame:
+    frames = [_frame(graph, config, parent, batch) for parent in graph.parents(op_id)]
+    combined = frames[0]
+    for other in frames[1:]:
+        combined = combined.unionByName(other)
+    return combined
+
+
+def _frame(graph: JobGraph, config: RunConfig, op_id: str, batch: DataFrame) -> DataFrame:
+    op = graph.operator(op_id)
+    if not graph.parents(op_id):
+        return batch.limit(0)
+    inputs = _input_frame(graph, config, op_id, batch)
+    if op.type in STATELESS_TYPES:
+        return apply_stateless(op.type, config[op_id].params, inputs)
+    if op.type == "window_aggregate":
+        spec = parse_window_spec(op_id, config[op_id].params)
+        struct = output_struct(spec, stage_input(spec, inputs, graph.key_groups))
+        empty = batch.sparkSession.createDataFrame([], struct)
+        return empty.select(
+            *spec.keys,
+            F.timestamp_micros(WINDOW_START).alias(WINDOW_START),
+            F.timestamp_micros(WINDOW_END).alias(WINDOW_END),
+            *[a.name for a in spec.aggregates],
+        )
+    return inputs  # dedupe keeps its input's columns

@@ -1,0 +1,73 @@
+"""Builds the SparkSession a run executes on."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+# Settings the VSN stage depends on: speculation would let two attempts write one key
+# group in the same epoch, and AQE could coalesce the exact instance partitions.
+_REQUIRED_CONF = {
+    "spark.speculation": "false",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+    "spark.python.worker.reuse": "true",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.streaming.stopTimeout": "30s",
+}
+
+
+def project_root() -> str:
+    """The directory that holds the ``engine`` package."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _export_project_path() -> None:
+    # Python workers unpickle the VSN stage's functions by module name, so they need the
+    # project on their path; local workers inherit this environment variable.
+    root = project_root()
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
+
+
+def build_session(
+    master: str = "local[2]",
+    app_name: str = "streamscale",
+    shuffle_partitions: int = 2,
+    extra_conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """A SparkSession configured for the VSN runtime (speculation and AQE off, Arrow on)."""
+    _export_project_path()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.master(master).appName(app_name)
+    conf = dict(_REQUIRED_CONF)
+    conf["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
+    conf["spark.ui.enabled"] = "false"
+    conf["spark.executorEnv.PYTHONPATH"] = os.environ["PYTHONPATH"]
+    conf.update(extra_conf or {})
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    _quiet_stop_errors(spark)
+    return spark
+
+
+def _quiet_stop_errors(spark: SparkSession) -> None:
+    # A run stops by failing the epoch after its last one (so that epoch is not
+    # committed); Spark logs that as an error with a stack trace. The driver inspects the
+    # query's exception itself and reports real failures, so these loggers are silenced.
+    jvm: Any = spark.sparkContext._jvm
+    configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+    level = jvm.org.apache.logging.log4j.Level.OFF
+    for name in (
+        "org.apache.spark.sql.execution.streaming",
+        "org.apache.spark.sql.execution.datasources.v2.WriteToDataSourceV2Exec",
+    ):
+        configurator.setLevel(name, level)

@@ -1,0 +1,172 @@
+"""The VSN stage on the Spark side: key groups, routing to instances, one collect.
+
+Per epoch: ``kg = pmod(xxhash64(key...), K)`` in Spark SQL (equal to
+``engine.mapping.key_group_of``), ``instance = owners[kg]`` from the epoch's assignment,
+and ``repartitionById(P, instance)``: partition i holds exactly instance i's key groups.
+The instances (``mapInArrow``) merge into the shared store; their emitted rows and
+reports come back to the driver in one Arrow collect.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from engine.runtime.dedupe import TIME_US as DEDUPE_TIME
+from engine.runtime.dedupe import DedupeSpec
+from engine.runtime.state import StoreSpec
+from engine.runtime.vsn_worker import INSTANCE, REPORT, EpochTask, run_instance
+from engine.runtime.window_merge import KG, TIME_US
+from engine.runtime.window_spec import WINDOW_END, WINDOW_START, WindowSpec
+
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """The stage's emitted rows (window bounds as timestamps) and instance reports."""
+
+    rows: pa.Table
+    reports: list[dict[str, Any]]
+
+
+def key_group_column(keys: tuple[str, ...], key_groups: int) -> Column:
+    """Spark SQL ``pmod(xxhash64(keys...), K)``; a keyless stage uses key group 0."""
+    if not keys:
+        return F.lit(0).cast("int")
+    return F.pmod(F.xxhash64(*[F.col(k) for k in keys]), F.lit(key_groups)).cast("int")
+
+
+def instance_column(owners: tuple[int, ...]) -> Column:
+    """``owners[kg]`` as a literal array lookup (the assignment of this epoch)."""
+    return F.element_at(F.array(*[F.lit(o) for o in owners]), F.col(KG) + 1).cast("int")
+
+
+def stage_input(spec: WindowSpec, df: DataFrame, key_groups: int) -> DataFrame:
+    """Rows reduced to what the instances need: kg, keys, window start (one row per window
+    a row falls in), aggregate inputs and event time, all in micros. The window end is
+    always start + window length, so the instances derive it instead of receiving it."""
+    window = F.window(
+        F.col(spec.time), f"{spec.window_us} microseconds", f"{spec.slide_us} microseconds"
+    )
+    inputs = sorted({p.column for p in spec.partials if p.column is not None})
+    return df.select(
+        key_group_column(spec.keys, key_groups).alias(KG),
+        *[F.col(k) for k in spec.keys],
+        window.alias("__w"),
+        *[F.col(c) for c in inputs if c not in spec.keys],
+        F.unix_micros(F.col(spec.time)).alias(TIME_US),
+    ).select(
+        KG,
+        *spec.keys,
+        F.unix_micros(F.col("__w.start")).alias(WINDOW_START),
+        *[c for c in inputs if c not in spec.keys],
+        TIME_US,
+    )
+
+
+def output_struct(spec: WindowSpec, rows: DataFrame) -> T.StructType:
+    """The mapInArrow schema: keys, window bounds (micros), aggregates and the report."""
+    types = {f.name: f.dataType for f in rows.schema.fields}
+    fields = [T.StructField(k, types[k], True) for k in spec.keys]
+    fields += [T.StructField(WINDOW_START, T.LongType(), True)]
+    fields += [T.StructField(WINDOW_END, T.LongType(), True)]
+    for agg in spec.aggregates:
+        fields.append(T.StructField(agg.name, _aggregate_type(spec, agg.partials[0], types), True))
+    fields.append(T.StructField(REPORT, T.StringType(), True))
+    return T.StructType(fields)
+
+
+def _aggregate_type(
+    spec: WindowSpec, partial_name: str, types: dict[str, T.DataType]
+) -> T.DataType:
+    partial_spec = next(p for p in spec.partials if p.name == partial_name)
+    agg = next(a for a in spec.aggregates if partial_name in a.partials)
+    if agg.func == "avg":
+        return T.DoubleType()
+    if agg.func == "count" or partial_spec.column is None:
+        return T.LongType()
+    source = types[partial_spec.column]
+    if agg.func == "sum":
+        return T.LongType() if isinstance(source, _INTEGRAL) else T.DoubleType()
+    return source
+
+
+def run_window_stage(
+    spec: WindowSpec,
+    df: DataFrame,
+    epoch: int,
+    key_groups: int,
+    owners: tuple[int, ...],
+    parallelism: int,
+    watermark_us: int | None,
+    store: StoreSpec,
+) -> StageResult:
+    """Runs one epoch of a window aggregate through the VSN instances."""
+    rows = stage_input(spec, df, key_groups)
+    struct = output_struct(spec, rows)
+    task = EpochTask(
+        spec,
+        store,
+        epoch,
+        watermark_us,
+        owners,
+        to_arrow_schema(struct, timezone=df.sparkSession.conf.get("spark.sql.session.timeZone")),
+    )
+    routed = rows.withColumn(INSTANCE, instance_column(owners)).repartitionById(
+        parallelism, F.col(INSTANCE)
+    )
+    collected = routed.drop(INSTANCE).mapInArrow(partial(run_instance, task), struct).toArrow()
+    is_report = pc.is_valid(collected[REPORT])
+    reports = [json.loads(r) for r in collected.filter(is_report)[REPORT].to_pylist()]
+    emitted = collected.filter(pc.invert(is_report)).drop_columns([REPORT])
+    return StageResult(rows=_with_timestamps(emitted), reports=reports)
+
+
+def run_dedupe_stage(
+    spec: DedupeSpec,
+    df: DataFrame,
+    epoch: int,
+    key_groups: int,
+    owners: tuple[int, ...],
+    parallelism: int,
+    watermark_us: int | None,
+    store: StoreSpec,
+) -> StageResult:
+    """Runs one epoch of a dedupe through the VSN instances; rows keep their columns."""
+    struct = T.StructType(
+        [T.StructField(f.name, f.dataType, True) for f in df.schema.fields]
+        + [T.StructField(REPORT, T.StringType(), True)]
+    )
+    rows = df.withColumn(KG, key_group_column(spec.keys, key_groups)).withColumn(
+        DEDUPE_TIME, F.unix_micros(F.col(spec.time))
+    )
+    timezone = df.sparkSession.conf.get("spark.sql.session.timeZone")
+    arrow_schema = to_arrow_schema(struct, timezone=timezone)
+    task = EpochTask(spec, store, epoch, watermark_us, owners, arrow_schema)
+    routed = rows.withColumn(INSTANCE, instance_column(owners)).repartitionById(
+        parallelism, F.col(INSTANCE)
+    )
+    collected = routed.drop(INSTANCE).mapInArrow(partial(run_instance, task), struct).toArrow()
+    is_report = pc.is_valid(collected[REPORT])
+    reports = [json.loads(r) for r in collected.filter(is_report)[REPORT].to_pylist()]
+    return StageResult(
+        rows=collected.filter(pc.invert(is_report)).drop_columns([REPORT]), reports=reports
+    )
+
+
+def _with_timestamps(table: pa.Table) -> pa.Table:
+    for name in (WINDOW_START, WINDOW_END):
+        index = table.schema.get_field_index(name)
+        as_ts = pc.cast(table[name], pa.timestamp("us", tz="UTC"))
+        table = table.set_column(index, name, as_ts)
+    return table

@@ -1,0 +1,122 @@
+// The editor's document in and out: name and key groups, JSON import and export, saving as a
+// new version, and the conflict shown when someone else saved meanwhile.
+import { $, esc, csrfToken } from "./dom.js";
+
+export function setupDocumentIO(editor) {
+  const { state, config, changed, showProblems } = editor;
+  const csrf = csrfToken();
+
+  $("doc-name").addEventListener("input", (ev) => { state.doc.name = ev.target.value.trim(); changed({ redraw: false }); });
+  $("doc-key-groups").addEventListener("input", (ev) => {
+    const n = Number(ev.target.value);
+    state.doc.key_groups = Number.isInteger(n) && n > 0 ? n : ev.target.value;
+    changed({ redraw: false });
+  });
+
+  $("export").addEventListener("click", () => {
+    const blob = new Blob([JSON.stringify(state.doc, null, 2)], { type: "application/json" });
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = `${state.doc.name || "job"}.json`;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+  });
+
+  $("import-file").addEventListener("change", async (ev) => {
+    const file = ev.target.files[0];
+    if (!file) return;
+    try {
+      const parsed = JSON.parse(await file.text());
+      if (typeof parsed !== "object" || !Array.isArray(parsed.operators)) throw new Error("it has no operators list");
+      parsed.edges ??= [];
+      if (config.job) { parsed.name = config.job_name; parsed.key_groups = state.doc.key_groups; }
+      state.doc = parsed;
+      state.selected = null;
+      $("save-status").textContent = `Imported ${file.name}.`;
+      changed();
+    } catch (error) {
+      $("save-status").textContent = `Could not import ${file.name}: ${error.message}`;
+    }
+    ev.target.value = "";
+  });
+
+  // ---- saving and conflicts ----------------------------------------------------------------
+
+  function showConflict(latest, author, comment) {
+    const box = $("conflict");
+    const base = config.base_version;
+    box.innerHTML = `<strong>Version ${Number(latest)} was saved${author ? ` by ${esc(author)}` : ""} after you opened v${base}.</strong>
+      ${comment ? `<span class="muted">“${esc(comment)}”</span>` : ""}
+      Saving now would be refused; your changes stay here. <a href="/jobs/${config.job}/diff/?a=${base}&b=${latest}">Compare v${base} with v${latest}</a>
+      · <a href="/jobs/${config.job}/edit/?version=${latest}">Open v${latest} in the editor</a> (export your draft first to keep it)`;
+    box.hidden = false;
+  }
+
+  async function showNewerVersion() {
+    const job = await (await fetch(`/api/jobs/${config.job}`)).json();
+    const latest = job.versions[job.versions.length - 1];
+    if (latest.number <= config.base_version) return false;
+    showConflict(latest.number, latest.author, latest.comment);
+    return true;
+  }
+
+  async function save() {
+    if (state.saving) return;
+    state.saving = true;
+    $("save").disabled = true;
+    const status = $("save-status");
+    status.textContent = "Saving…";
+    const comment = $("save-comment").value.trim();
+    const url = config.job ? `/api/jobs/${config.job}/versions` : `/api/jobs?comment=${encodeURIComponent(comment)}`;
+    const body = config.job ? { dag: state.doc, base_version: config.base_version, comment } : state.doc;
+    try {
+      // Look before saving: a newer version means a conflict, shown without a refused request.
+      if (config.job && (await showNewerVersion())) {
+        status.textContent = "Not saved: someone saved a newer version.";
+        state.saving = false;
+        $("save").disabled = state.problems.length > 0;
+        return;
+      }
+      const response = await fetch(url, {
+        method: "POST", headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+        body: JSON.stringify(body),
+      });
+      const answer = await response.json();
+      if (response.status === 201) {
+        status.textContent = `Saved as version ${answer.version}.`;
+        window.location.assign(`/jobs/${answer.id}/?version=${answer.version}`);
+        return;
+      }
+      if (response.status === 409) {
+        await showNewerVersion();
+        status.textContent = "Not saved: someone saved a newer version.";
+      } else {
+        if (answer.problems) { state.problems = answer.problems; showProblems(); }
+        status.textContent = `Not saved: ${answer.error || response.statusText}`;
+      }
+    } catch (error) {
+      status.textContent = `Not saved: ${error.message}`;
+    }
+    state.saving = false;
+    $("save").disabled = state.problems.length > 0;
+  }
+
+  $("save").addEventListener("click", save);
+
+  function watchJob() {
+    if (!config.ws) return;
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const socket = new WebSocket(`${scheme}://${location.host}${config.ws}`);
+    socket.addEventListener("message", (message) => {
+      const event = JSON.parse(message.data);
+      if (event.type === "job.version_created" && event.version > config.base_version && !state.saving) {
+        showConflict(event.version, event.author, event.comment);
+      }
+    });
+    socket.addEventListener("close", (event) => {
+      if (![4401, 4403, 4404].includes(event.code)) setTimeout(watchJob, 3000);
+    });
+  }
+
+  watchJob();
+}

@@ -1,0 +1,305 @@
+// The job editor: the document is the state; every change redraws what it touches and is
+// validated by the server (debounced), whose problems are shown on the operators and edges they
+// name. Saving goes through the JSON API with the base version, so a concurrent save is shown
+// as a conflict and never overwritten.
+import { drawGraph } from "./graph.js";
+import { $, csrfToken, esc, nodeButton } from "./dom.js";
+import { createInspector } from "./editor-inspector.js";
+import { setupDocumentIO } from "./editor-io.js";
+
+const config = JSON.parse(document.getElementById("editor-config").textContent);
+const catalog = new Map(config.catalog.map((t) => [t.type, t]));
+const NODE = { width: 168, height: 62, ranksep: 36, nodesep: 18 };
+const csrf = csrfToken();
+
+const state = {
+  doc: structuredClone(config.document),
+  selected: null,       // {operator: id} or {edge: "from->to"}
+  connectFrom: null,
+  problems: [],
+  columns: {},
+  validation: 0,
+  timer: null,
+  saving: false,
+  newer: null,          // a version someone else saved meanwhile
+};
+state.doc.operators ??= [];
+state.doc.edges ??= [];
+
+const opById = (id) => state.doc.operators.find((o) => o.id === id);
+const edgeKey = (e) => `${e.from}->${e.to}`;
+
+// ---- problems ----------------------------------------------------------------------------
+
+function problemTarget(where) {
+  let m = /^operator '([^']+)'/.exec(where);
+  if (m) return { operator: m[1] };
+  m = /^edge (\S+) -> (\S+)/.exec(where);
+  if (m) return { edge: `${m[1]}->${m[2]}` };
+  return {};
+}
+
+function problemsOf(target) {
+  return state.problems.filter((p) => {
+    const t = problemTarget(p.where);
+    return (target.operator && t.operator === target.operator) || (target.edge && t.edge === target.edge);
+  });
+}
+
+async function check(doc) {
+  const response = await fetch("/api/validate", {
+    method: "POST", headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+    body: JSON.stringify(doc),
+  });
+  const body = await response.json();
+  if (!response.ok) return { valid: false, problems: body.problems || [{ where: "document", message: body.error }] };
+  return body;
+}
+
+function scheduleValidation() {
+  clearTimeout(state.timer);
+  $("validity").textContent = "checking…";
+  $("validity").className = "validity";
+  state.timer = setTimeout(validate, 250);
+}
+
+async function validate() {
+  const seq = ++state.validation;
+  let result;
+  try {
+    result = await check(state.doc);
+  } catch (error) {
+    $("validity").textContent = "could not check (offline?)";
+    return;
+  }
+  if (seq !== state.validation) return; // a newer change is being checked
+  state.problems = result.problems || [];
+  state.columns = result.columns || {};
+  showProblems();
+}
+
+function showProblems() {
+  const count = state.problems.length;
+  $("validity").textContent = count === 0 ? "valid" : `${count} problem${count === 1 ? "" : "s"}`;
+  $("validity").className = `validity ${count === 0 ? "valid" : "invalid"}`;
+  const list = $("problems");
+  list.replaceChildren();
+  for (const p of state.problems) {
+    const li = document.createElement("li");
+    const target = problemTarget(p.where);
+    if (target.operator && opById(target.operator)) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "link-button";
+      b.textContent = target.operator;
+      b.addEventListener("click", () => select({ operator: target.operator }));
+      li.append(b, document.createTextNode(` ${p.message}`));
+    } else {
+      li.textContent = `${p.where}: ${p.message}`;
+    }
+    list.append(li);
+  }
+  if (count === 0) list.innerHTML = '<li class="muted">None.</li>';
+  for (const [id, el] of Object.entries(graph.nodes || {})) {
+    const mine = problemsOf({ operator: id });
+    el.classList.toggle("has-problems", mine.length > 0);
+    const badge = el.querySelector(".problem-badge");
+    badge.hidden = mine.length === 0;
+    badge.textContent = String(mine.length);
+    badge.title = mine.map((p) => p.message).join("\n");
+    el.querySelector(".node-problem").textContent = mine.length ? mine[0].message : "";
+  }
+  document.querySelectorAll("#editor-graph path.edge").forEach((path) => {
+    path.classList.toggle("bad", problemsOf({ edge: path.dataset.edge }).length > 0);
+  });
+  inspector.renderProblems();
+  $("save").disabled = count > 0 || state.saving;
+  $("save").title = count > 0 ? "Fix the problems first" : "";
+}
+
+// ---- canvas ------------------------------------------------------------------------------
+
+let graph = { nodes: {} };
+
+function renderNode(op, el) {
+  const type = catalog.get(op.type);
+  el.classList.add("editor-node", `role-${type ? type.role : "unknown"}`);
+  el.setAttribute("role", "group");
+  el.setAttribute("aria-label", `operator ${op.id}, ${op.type}`);
+  const head = document.createElement("div");
+  head.className = "node-head";
+  const name = nodeButton(op.id, `Select ${op.id}`, () => nodeActivated(op.id), "op-select");
+  const badge = document.createElement("span");
+  badge.className = "problem-badge";
+  badge.hidden = true;
+  head.append(name, badge);
+  const meta = document.createElement("div");
+  meta.className = "node-meta";
+  meta.innerHTML = `<span class="op-type">${esc(op.type)}</span>${(op.parallelism || 1) > 1 ? `<span class="par">×${op.parallelism}</span>` : ""}`;
+  const actions = document.createElement("div");
+  actions.className = "node-actions";
+  if (!type || type.role !== "sink") {
+    actions.append(nodeButton("→", `Connect ${op.id} to another operator`, () => startConnect(op.id), "small-button connect"));
+  }
+  actions.append(nodeButton("×", `Delete ${op.id}`, () => deleteOperator(op.id), "small-button delete"));
+  meta.append(actions);
+  const problem = document.createElement("div");
+  problem.className = "node-problem";
+  el.append(head, meta, problem);
+  el.addEventListener("click", () => nodeActivated(op.id));
+  el.classList.toggle("selected", state.selected?.operator === op.id);
+  el.classList.toggle("connect-source", state.connectFrom === op.id);
+}
+
+function render() {
+  $("empty-canvas").hidden = state.doc.operators.length > 0;
+  graph = drawGraph($("editor-graph"), state.doc, {
+    size: NODE, renderNode, minScale: 0.8,
+    edgeClass: (e) => (state.selected?.edge === edgeKey(e) ? "selected" : ""),
+    onEdgeClick: (e) => select({ edge: edgeKey(e) }),
+  });
+  $("doc-name").value = state.doc.name || "";
+  $("doc-key-groups").value = state.doc.key_groups ?? 128;
+  inspector.render();
+  showProblems();
+}
+
+function changed({ redraw = true } = {}) {
+  if (redraw) render();
+  scheduleValidation();
+}
+
+function select(target) {
+  state.selected = target;
+  render();
+}
+
+function nodeActivated(id) {
+  if (state.connectFrom && state.connectFrom !== id) {
+    connect(state.connectFrom, id);
+    return;
+  }
+  state.connectFrom = null;
+  $("connect-hint").textContent = "";
+  select({ operator: id });
+  graph.nodes[id]?.querySelector(".op-select")?.focus();
+}
+
+function startConnect(id) {
+  state.connectFrom = id;
+  $("connect-hint").textContent = `Connecting from ${id}: choose the operator it feeds (Esc cancels).`;
+  render();
+}
+
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && state.connectFrom) {
+    state.connectFrom = null;
+    $("connect-hint").textContent = "";
+    render();
+  }
+});
+
+// An edge is added only if it brings no new problem; otherwise it is rejected with the
+// server's messages, and the document stays as it was.
+async function connect(from, to) {
+  state.connectFrom = null;
+  $("connect-hint").textContent = "";
+  const message = $("edge-message");
+  const reject = (why) => {
+    message.textContent = `Edge ${from} → ${to} rejected: ${why}`;
+    message.hidden = false;
+    render();
+  };
+  if (from === to) return reject("an operator cannot feed itself");
+  if (state.doc.edges.some((e) => e.from === from && e.to === to)) return reject("they are already connected");
+  const candidate = structuredClone(state.doc);
+  candidate.edges.push({ from, to });
+  const [now, after] = await Promise.all([check(state.doc), check(candidate)]);
+  const known = new Set((now.problems || []).map((p) => `${p.where}|${p.message}`));
+  const added = (after.problems || []).filter((p) => !known.has(`${p.where}|${p.message}`));
+  if (added.length) return reject(added.map((p) => `${p.where}: ${p.message}`).join("; "));
+  message.hidden = true;
+  state.doc = candidate;
+  state.selected = { operator: to };
+  changed();
+}
+
+function removeEdge(key) {
+  state.doc.edges = state.doc.edges.filter((e) => edgeKey(e) !== key);
+  if (state.selected?.edge === key) state.selected = null;
+  changed();
+}
+
+function deleteOperator(id) {
+  state.doc.operators = state.doc.operators.filter((o) => o.id !== id);
+  state.doc.edges = state.doc.edges.filter((e) => e.from !== id && e.to !== id);
+  if (state.selected?.operator === id) state.selected = null;
+  if (state.connectFrom === id) state.connectFrom = null;
+  changed();
+}
+
+function uniqueId(type) {
+  const base = type.split(".").pop().replace(/[^a-z0-9_]/g, "_");
+  let id = base, n = 2;
+  while (opById(id)) id = `${base}_${n++}`;
+  return id;
+}
+
+function addOperator(type) {
+  const entry = catalog.get(type);
+  const params = {};
+  for (const p of entry.params) if (p.required && p.default != null) params[p.name] = p.default;
+  const id = uniqueId(type);
+  const previous = state.selected?.operator;
+  state.doc.operators.push({ id, type, params });
+  // A new operator is fed by the selected one when that is a natural next step.
+  const prevType = previous && catalog.get(opById(previous)?.type || "");
+  if (prevType && prevType.role !== "sink" && entry.role !== "source") state.doc.edges.push({ from: previous, to: id });
+  state.selected = { operator: id };
+  changed();
+  graph.nodes[id]?.querySelector(".op-select")?.focus();
+}
+
+function renameOperator(oldId, newId) {
+  if (!newId || newId === oldId) return;
+  if (opById(newId)) { inspector.alert(`${newId} is already used`); return; }
+  opById(oldId).id = newId;
+  for (const e of state.doc.edges) {
+    if (e.from === oldId) e.from = newId;
+    if (e.to === oldId) e.to = newId;
+  }
+  state.selected = { operator: newId };
+  changed();
+}
+
+// ---- palette -----------------------------------------------------------------------------
+
+function renderPalette() {
+  const list = $("palette-list");
+  for (const [role, title] of [["source", "Sources"], ["operator", "Transforms"], ["sink", "Sinks"]]) {
+    const h = document.createElement("h3");
+    h.className = "sub";
+    h.textContent = title;
+    list.append(h);
+    for (const t of config.catalog.filter((c) => c.role === role)) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = `palette-item role-${role}`;
+      b.dataset.type = t.type;
+      b.innerHTML = `<span class="pt">${esc(t.type)}</span><span class="ps">${esc(t.state_kind)}</span>`;
+      b.title = t.doc;
+      b.setAttribute("aria-label", `Add ${t.type}: ${t.doc}`);
+      b.addEventListener("click", () => addOperator(t.type));
+      list.append(b);
+    }
+  }
+}
+
+const editor = { state, config, catalog, opById, edgeKey, problemsOf, changed, showProblems,
+  connect, removeEdge, deleteOperator, renameOperator };
+const inspector = createInspector(editor);
+
+setupDocumentIO(editor);
+renderPalette();
+render();
+validate();

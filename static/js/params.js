@@ -1,0 +1,90 @@
+// Operator params as form fields: one widget per param kind of the catalog, and the
+// conversion between a field's text and the JSON value the DAG document holds.
+
+const MAPPING_KINDS = new Set(["expressions", "aggregates", "schema"]);
+const LIST_KINDS = new Set(["columns", "string_list"]);
+const PLACEHOLDERS = {
+  expressions: "name: expression, one per line",
+  aggregates: "name: count(*), one per line",
+  schema: "column: type, one per line",
+  columns: "column, column",
+  string_list: "value, value",
+  interval: "e.g. 10 seconds",
+  expression: "Spark SQL, e.g. event_type = 'view'",
+};
+
+export function fieldText(kind, value) {
+  if (value === undefined || value === null) return "";
+  if (MAPPING_KINDS.has(kind) && typeof value === "object") {
+    return Object.entries(value).map(([k, v]) => `${k}: ${v}`).join("\n");
+  }
+  if (LIST_KINDS.has(kind) && Array.isArray(value)) return value.join(", ");
+  if (typeof value === "object") return JSON.stringify(value);
+  return String(value);
+}
+
+// The document value of a field's text; undefined means "leave the param out".
+export function fieldValue(kind, text) {
+  const raw = text.trim();
+  if (raw === "") return undefined;
+  if (kind === "positive_int" || kind === "int") return /^-?\d+$/.test(raw) ? Number(raw) : raw;
+  if (kind === "non_negative_float") return Number.isFinite(Number(raw)) ? Number(raw) : raw;
+  if (LIST_KINDS.has(kind)) return raw.split(",").map((s) => s.trim()).filter(Boolean);
+  if (MAPPING_KINDS.has(kind)) {
+    const mapping = {};
+    for (const line of raw.split("\n")) {
+      const at = line.indexOf(":");
+      if (at > 0) mapping[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+    }
+    return mapping;
+  }
+  return raw;
+}
+
+// A labelled widget for one param; `onInput(value)` gets the converted value on each edit.
+export function paramField(param, value, idPrefix, onInput) {
+  const wrap = document.createElement("div");
+  wrap.className = "field";
+  const id = `${idPrefix}-${param.name}`;
+  const label = document.createElement("label");
+  label.htmlFor = id;
+  label.textContent = param.name;
+  if (param.required) {
+    const req = document.createElement("span");
+    req.className = "req";
+    req.textContent = " *";
+    req.setAttribute("aria-label", "required");
+    label.append(req);
+  }
+  let input;
+  if (param.kind === "file_format") {
+    input = document.createElement("select");
+    for (const option of ["", "json", "csv", "parquet"]) {
+      input.add(new Option(option || "choose…", option));
+    }
+  } else if (MAPPING_KINDS.has(param.kind)) {
+    input = document.createElement("textarea");
+    input.rows = 3;
+  } else {
+    input = document.createElement("input");
+    if (["positive_int", "int", "non_negative_float"].includes(param.kind)) {
+      input.type = "number";
+      input.step = param.kind === "non_negative_float" ? "any" : "1";
+      if (param.kind !== "int") input.min = param.kind === "positive_int" ? "1" : "0";
+    }
+  }
+  input.id = id;
+  input.name = param.name;
+  input.value = fieldText(param.kind, value);
+  input.placeholder = PLACEHOLDERS[param.kind] || (param.default != null ? `default ${fieldText(param.kind, param.default)}` : "");
+  if (param.required) input.required = true;
+  const hint = document.createElement("div");
+  hint.className = "hint";
+  hint.id = `${id}-hint`;
+  hint.textContent = `${param.kind}${param.default != null ? ` · default ${fieldText(param.kind, param.default)}` : ""}${param.doc ? ` · ${param.doc}` : ""}`;
+  input.setAttribute("aria-describedby", hint.id);
+  input.addEventListener(input.tagName === "SELECT" ? "change" : "input",
+    () => onInput(fieldValue(param.kind, input.value)));
+  wrap.append(label, input, hint);
+  return wrap;
+}

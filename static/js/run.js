@@ -1,0 +1,272 @@
+// The run page: subscribe to the run's websocket first, take its snapshot, load the charts'
+// history once, then apply each epoch as it arrives. No polling and no reloads. Scaling
+// controls fill the server-rendered dialog, whose preview and submit are htmx requests.
+/* global htmx */
+import { drawGraph } from "./graph.js";
+import { TimeChart, formatMs, formatRate } from "./charts.js";
+import { $, esc } from "./dom.js";
+import { setupScaling } from "./run-scale.js";
+
+const config = JSON.parse(document.getElementById("run-config").textContent);
+const LIVE = new Set(["starting", "running", "recovering"]);
+const NODE = { width: 184, height: 118, ranksep: 34, nodesep: 16 };
+
+const state = {
+  status: config.status,
+  fields: [],            // live_fields of the snapshot: the order of each operator's values
+  lastEpoch: null,       // the newest epoch applied
+  instances: Object.fromEntries(config.dag.operators.map((o) => [o.id, o.parallelism || 1])),
+  pendingOps: new Set(),
+  reconfigurations: new Map(), // id -> {t, label}
+  epochTimes: new Map(), // epoch -> unix seconds, for markers
+  historyLoaded: false,
+  buffered: [],
+};
+
+// ---- graph -------------------------------------------------------------------------------
+
+function metricCell(label, field) {
+  return `<div class="m"><span>${label}</span><b data-f="${field}">—</b></div>`;
+}
+
+function renderOperator(raw, el) {
+  const op = { id: esc(raw.id), type: esc(raw.type) };
+  const limits = config.limits[raw.id] || {};
+  el.classList.add("run-node");
+  el.setAttribute("role", "group");
+  el.setAttribute("aria-label", `operator ${raw.id} (${raw.type})`);
+  el.innerHTML = `
+    <div class="node-head"><span class="op-id">${op.id}</span><span class="op-type">${op.type}</span></div>
+    <div class="node-metrics">
+      ${metricCell("in/s", "in")}${metricCell("out/s", "out")}
+      ${metricCell("busy", "busy")}${metricCell("true/s", "true")}
+    </div>
+    <div class="node-foot">
+      <div class="etp" title="Effective throughput percentage"><span class="etp-bar"><i></i></span><span>ETP <b data-f="etp">—</b></span></div>
+      <div class="scale" role="group" aria-label="Instances of ${op.id}">
+        ${config.can_operate ? `<button type="button" class="step minus" data-step="-1" aria-label="Remove one instance of ${op.id}">−</button>` : ""}
+        <b class="instances" data-f="instances" aria-live="polite" title="instances">${state.instances[raw.id]}</b>
+        ${config.can_operate ? `<button type="button" class="step plus" data-step="1" aria-label="Add one instance of ${op.id}">+</button>` : ""}
+      </div>
+    </div>
+    <div class="node-note" data-f="note">${limits.pinned_reason ? `pinned to 1: ${esc(limits.pinned_reason)}` : ""}</div>`;
+  el.querySelectorAll("button.step").forEach((b) => b.addEventListener("click", () => {
+    if (b.getAttribute("aria-disabled") === "true") return;
+    scaling.openRescale(raw.id, state.instances[raw.id] + Number(b.dataset.step));
+  }));
+}
+
+const graph = drawGraph($("run-graph"), config.dag, { size: NODE, renderNode: renderOperator });
+window.addEventListener("resize", () => graph.fit());
+
+// Whether a step is offered, and if not, why (the planner's pin, the key-group limit, the run).
+function stepBlock(opId, step) {
+  const limits = config.limits[opId] || {};
+  const n = state.instances[opId];
+  if (!LIVE.has(state.status)) return `the run is ${state.status}`;
+  if (limits.pinned_reason) return `pinned to 1 instance: ${limits.pinned_reason}`;
+  if (step > 0 && limits.max != null && n >= limits.max) return `at its limit of ${limits.max} instances`;
+  if (step < 0 && n <= 1) return "already at 1 instance";
+  if (state.pendingOps.has(opId)) return "a change to this operator is still pending";
+  return null;
+}
+
+function refreshSteps() {
+  for (const [opId, el] of Object.entries(graph.nodes)) {
+    el.querySelectorAll("button.step").forEach((b) => {
+      const blocked = stepBlock(opId, Number(b.dataset.step));
+      b.setAttribute("aria-disabled", blocked ? "true" : "false");
+      b.title = blocked || b.getAttribute("aria-label");
+    });
+    el.classList.toggle("pending", state.pendingOps.has(opId));
+  }
+}
+
+function setText(el, field, text) {
+  const target = el.querySelector(`[data-f="${field}"]`);
+  if (target && target.textContent !== text) target.textContent = text;
+}
+
+function applyOperators(ops, batchMs) {
+  const f = state.fields;
+  const at = (values, name) => values[f.indexOf(name)];
+  let total = 0;
+  for (const [opId, values] of Object.entries(ops)) {
+    const el = graph.nodes[opId];
+    if (!el) continue;
+    const instances = at(values, "instances");
+    if (instances != null) state.instances[opId] = instances;
+    total += state.instances[opId];
+    const busy = at(values, "busy");
+    const etp = at(values, "etp");
+    const congested = Boolean(at(values, "congested"));
+    setText(el, "in", formatRate(at(values, "input_rate") ?? null));
+    setText(el, "out", formatRate(at(values, "output_rate")));
+    setText(el, "busy", busy == null || !batchMs ? "—" : `${Math.min(100, (100 * busy) / batchMs).toFixed(0)}%`);
+    setText(el, "true", formatRate(at(values, "processing_rate")));
+    setText(el, "etp", etp == null ? "—" : etp.toFixed(2));
+    setText(el, "instances", String(state.instances[opId]));
+    el.classList.toggle("congested", congested);
+    el.style.setProperty("--etp", etp == null ? 0 : etp);
+    el.querySelector(".etp-bar i").style.width = `${Math.round((etp || 0) * 100)}%`;
+  }
+  $("kpi-instances").textContent = String(total);
+  refreshSteps();
+}
+
+// ---- figures and charts ------------------------------------------------------------------
+
+const throughput = new TimeChart($("chart-throughput"), [
+  { label: "ingest", stroke: "#2f6fed" }, { label: "to sinks", stroke: "#1a7f4b" },
+], { valueFormat: formatRate });
+const latency = new TimeChart($("chart-latency"), [
+  { label: "p50", stroke: "#b35c00" }, { label: "p99", stroke: "#c0362c", agg: "max" },
+], { valueFormat: formatMs });
+
+function sumOver(ops, ids, name) {
+  let sum = null;
+  for (const id of ids) {
+    const v = ops[id] ? ops[id][state.fields.indexOf(name)] : null;
+    if (v != null) sum = (sum || 0) + v;
+  }
+  return sum;
+}
+
+function applyEpoch(epoch, m, chart = true) {
+  if (state.lastEpoch !== null && epoch <= state.lastEpoch) return;
+  state.lastEpoch = epoch;
+  state.epochTimes.set(epoch, m.t);
+  const ingest = sumOver(m.ops, config.sources, "output_rate");
+  const egress = sumOver(m.ops, config.sinks, "input_rate");
+  $("kpi-epoch").textContent = String(epoch);
+  $("kpi-batch").textContent = formatMs(m.d);
+  $("kpi-backlog").textContent = `${formatRate(m.backlog)} rows`;
+  $("kpi-in").textContent = `${formatRate(ingest)}/s`;
+  $("kpi-out").textContent = `${formatRate(egress)}/s`;
+  $("kpi-p50").textContent = formatMs(m.lat[0]);
+  $("kpi-p99").textContent = formatMs(m.lat[1]);
+  applyOperators(m.ops, m.d);
+  if (!chart) return;
+  throughput.append(m.t, [ingest, egress]);
+  latency.append(m.t, [m.lat[0], m.lat[1]]);
+}
+
+function setMarkers() {
+  const markers = [...state.reconfigurations.values()].filter((m) => m.t != null);
+  throughput.setMarkers(markers);
+  latency.setMarkers(markers);
+}
+
+function noteReconfiguration(r) {
+  const t = r.applied_at ? Date.parse(r.applied_at) / 1000 : Date.parse(r.requested_at) / 1000;
+  state.reconfigurations.set(r.id, { t, label: `#${r.id} ${r.kind}` });
+}
+
+async function loadHistory() {
+  try {
+    const response = await fetch(config.series, { headers: { Accept: "application/json" } });
+    if (!response.ok) throw new Error(`history: ${response.status}`);
+    const s = await response.json();
+    s.epoch.forEach((e, i) => state.epochTimes.set(e, s.t[i]));
+    throughput.load(s.t, [s.in, s.out]);
+    latency.load(s.t, [s.p50, s.p99]);
+  } catch (error) {
+    $("live-state").textContent = "history unavailable";
+  }
+  state.historyLoaded = true;
+  for (const [epoch, m] of state.buffered) {
+    throughput.append(m.t, [sumOver(m.ops, config.sources, "output_rate"), sumOver(m.ops, config.sinks, "input_rate")]);
+    latency.append(m.t, [m.lat[0], m.lat[1]]);
+    state.epochTimes.set(epoch, m.t);
+  }
+  state.buffered = [];
+  setMarkers();
+}
+
+// ---- status ------------------------------------------------------------------------------
+
+function setStatus(status) {
+  if (!status || status === state.status) return;
+  state.status = status;
+  const badge = $("run-status");
+  badge.textContent = status;
+  badge.className = `status status-${status}`;
+  refreshSteps();
+}
+
+function readPending() {
+  state.pendingOps = new Set();
+  document.querySelectorAll("#reconfigurations li[data-status]").forEach((li) => {
+    if (li.dataset.status === "requested" || li.dataset.status === "pending") {
+      (li.dataset.operators || "").split(",").filter(Boolean).forEach((op) => state.pendingOps.add(op));
+    }
+  });
+  refreshSteps();
+}
+
+// ---- websocket ---------------------------------------------------------------------------
+
+let retry = 0;
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const socket = new WebSocket(`${scheme}://${location.host}${config.ws}`);
+  const live = $("live-state");
+  socket.addEventListener("open", () => { retry = 0; live.textContent = "live"; live.className = "live-state on"; });
+  socket.addEventListener("message", (message) => onMessage(JSON.parse(message.data)));
+  socket.addEventListener("close", (event) => {
+    live.className = "live-state off";
+    if ([4401, 4403, 4404].includes(event.code)) { live.textContent = "not available"; return; }
+    live.textContent = "reconnecting…";
+    retry = Math.min(retry + 1, 6);
+    setTimeout(connect, 500 * 2 ** retry);
+  });
+}
+
+function onMessage(event) {
+  if (event.type === "snapshot") {
+    state.fields = event.live_fields;
+    setStatus(event.run.status);
+    event.reconfigurations.forEach(noteReconfiguration);
+    const epochs = event.epochs;  // [epoch, metrics] pairs in the live form
+    if (!state.historyLoaded) {
+      const last = epochs[epochs.length - 1];
+      if (last) applyLive(last[0], last[1]);
+      loadHistory();
+    } else {
+      epochs.forEach(([epoch, m]) => applyEpoch(epoch, m));
+    }
+    setMarkers();
+  } else if (event.type === "run.epoch") {
+    applyLive(event.epoch, event.metrics);
+  } else if (event.type === "run.autoscale") {
+    htmx.trigger(document.body, "autoscale-changed");  // a new proposal: refresh the panel
+  } else if (event.type === "run.status") {
+    setStatus(event.status);
+  } else if (event.type === "reconfiguration.status") {
+    const known = state.reconfigurations.get(event.reconfiguration);
+    const t = event.epoch != null ? state.epochTimes.get(event.epoch) : null;
+    state.reconfigurations.set(event.reconfiguration, {
+      t: t ?? (known ? known.t : Date.now() / 1000),
+      label: known ? known.label : `#${event.reconfiguration}`,
+    });
+    setMarkers();
+    htmx.trigger(document.body, "reconfigurations-changed");
+  }
+}
+
+// Before the history has loaded, epochs update the figures and wait to join the charts.
+function applyLive(epoch, m) {
+  if (state.historyLoaded) { applyEpoch(epoch, m); return; }
+  if (state.lastEpoch !== null && epoch <= state.lastEpoch) return;
+  applyEpoch(epoch, m, false);
+  state.buffered.push([epoch, m]);
+}
+
+const scaling = setupScaling({ state, refreshSteps });
+
+document.body.addEventListener("htmx:afterSettle", (event) => {
+  if (event.detail.target && event.detail.target.id === "reconfigurations-slot") readPending();
+});
+
+readPending();
+connect();

@@ -1,0 +1,193 @@
+"""The real stack for browser tests, and headless Chromium pages signed in by role.
+
+One stack per session: the launcher (`python -m webapp.launcher run`) with its web server,
+Celery worker and beat, on private PostgreSQL and Redis servers in a temporary folder, so the
+tests neither need nor touch anything configured on the machine. Every page collects console
+errors and failed page scripts; a test fails if there are any.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PASSWORD = "pw-browser-123"
+ROLES = ("viewer", "editor", "operator", "admin")
+START_TIMEOUT_S = 150
+
+
+@dataclass
+class Stack:
+    url: str
+    env: dict[str, str]
+    var_dir: Path
+    children: list[subprocess.Popen] = field(default_factory=list)
+
+    def manage(self, *args: str) -> str:
+        """Run a manage.py command against the stack's database; its output."""
+        return self._python([str(REPO / "manage.py"), *args])
+
+    def fake_run(self, *args: str) -> str:
+        return self._python(["-m", "tests.browser.fake_run", *args])
+
+    def start(self, *args: str) -> subprocess.Popen:
+        """A background Python process in the stack's environment, stopped at the end."""
+        child = subprocess.Popen([sys.executable, *args], cwd=REPO, env=self.env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.children.append(child)
+        return child
+
+    def _python(self, args: list[str]) -> str:
+        done = subprocess.run([sys.executable, *args], cwd=REPO, env=self.env, capture_output=True,
+                              text=True, timeout=300)
+        if done.returncode != 0:
+            raise RuntimeError(f"{args} failed:\n{done.stdout}\n{done.stderr}")
+        return done.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "healthz", timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _launcher_env(var_dir: Path) -> dict[str, str]:
+    drop = {"DATABASE_URL", "REDIS_URL", "STREAMSCALE_VAR_DIR", "PORT", "DJANGO_SETTINGS_MODULE"}
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(STREAMSCALE_VAR_DIR=str(var_dir), PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
+    return env
+
+
+def _service_urls(var_dir: Path, env: dict[str, str]) -> dict[str, str]:
+    done = subprocess.run([sys.executable, "-m", "webapp.launcher", "--var-dir", str(var_dir),
+                           "services"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=START_TIMEOUT_S, check=True)
+    return dict(line.split("=", 1) for line in done.stdout.split() if "=" in line)
+
+
+def _stop_drivers(var_dir: Path) -> None:
+    """Run drivers live in processes of their own; stop those this stack started."""
+    import psutil
+
+    mine = []
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            if "webapp.runs.driver" in " ".join(process.info["cmdline"] or []) and \
+                    process.environ().get("STREAMSCALE_VAR_DIR") == str(var_dir):
+                mine.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    for process in mine:
+        process.terminate()
+    _, alive = psutil.wait_procs(mine, timeout=20)
+    for process in alive:
+        process.kill()
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Stack]:
+    # Not under pytest's tmp_path: the database server may run as another user.
+    var_dir = Path(tempfile.mkdtemp(prefix="streamscale-browser-")) / "var"
+    env = _launcher_env(var_dir)
+    env.update(_service_urls(var_dir, env))
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/"
+    log = open(var_dir.parent / "stack.log", "w")  # noqa: SIM115 - closed at teardown
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "webapp.launcher", "--var-dir", str(var_dir), "run", "--port",
+         str(port)], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    stack = Stack(url=url, env=dict(env, DJANGO_SETTINGS_MODULE="webapp.settings"),
+                  var_dir=var_dir)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _healthy(url):
+            if launcher.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the stack did not start; see {log.name}")
+            time.sleep(0.5)
+        for role in ROLES:
+            stack.manage("create_user", f"{role}-b", "--role", role, "--password", PASSWORD)
+        yield stack
+    finally:
+        for child in stack.children:
+            child.terminate()
+        launcher.send_signal(signal.SIGINT)
+        try:
+            launcher.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            launcher.kill()
+        _stop_drivers(var_dir)
+        subprocess.run([sys.executable, "-m", "webapp.launcher", "--var-dir", str(var_dir),
+                        "stop-services"], cwd=REPO, env=env, capture_output=True, timeout=60)
+        log.close()
+        shutil.rmtree(var_dir.parent, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def signed_in(stack, browser) -> Iterator[Callable]:
+    """`signed_in(role)`: a 1280x900 page signed in as that role's user. Console errors and
+    page errors fail the test."""
+    contexts, errors = [], []
+
+    def open_page(role: str, *, width: int = 1280, height: int = 900):
+        context = browser.new_context(viewport={"width": width, "height": height},
+                                      base_url=stack.url.rstrip("/"), accept_downloads=True)
+        contexts.append(context)
+        page = context.new_page()
+        page.on("console", lambda m: m.type == "error" and errors.append(f"{role}: {m.text}"))
+        page.on("pageerror", lambda e: errors.append(f"{role}: page error {e}"))
+        page.goto("/login/")
+        page.fill("#id_username", f"{role}-b")
+        page.fill("#id_password", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(stack.url)
+        return page
+
+    yield open_page
+    for context in contexts:
+        context.close()
+    assert errors == [], "console errors:\n" + "\n".join(errors)
+
+
+def screenshot(page, name: str, *, full_page: bool = True) -> None:
+    """Saved only when SCREENSHOT_DIR is set (how the README's screenshots are made)."""
+    folder = os.environ.get("SCREENSHOT_DIR")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=full_page)

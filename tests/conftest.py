@@ -1,0 +1,39 @@
+"""Fixtures shared by the whole suite."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+# py4j logs at INFO while the interpreter shuts down, after pytest closed its streams.
+logging.getLogger("py4j").setLevel(logging.WARNING)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def service_urls() -> dict[str, str]:
+    """The Postgres and Redis URLs the suite uses: from the environment, else the embedded servers.
+
+    Engine tests that need a real Postgres or Redis take them from here, so the suite runs with
+    nothing configured, like the product.
+    """
+    database_url = os.environ.get("DATABASE_URL")
+    redis_url = os.environ.get("REDIS_URL")
+    if not database_url or not redis_url:
+        from webapp import embedded
+        from webapp.config import load_config
+
+        var_dir = load_config().var_dir
+        database_url = database_url or embedded.ensure_postgres(var_dir=var_dir)
+        redis_url = redis_url or embedded.ensure_redis(var_dir=var_dir)
+    return {"database_url": database_url, "redis_url": redis_url}
+
+
+@pytest.fixture(scope="session")
+def python_executable() -> str:
+    return sys.executable

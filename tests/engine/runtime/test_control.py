@@ -1,0 +1,53 @@
+"""The control channel (in memory and on Redis streams) and the listener that picks
+commands up while epochs run."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from engine.runtime.commands import command_message
+from engine.runtime.control import MemoryControlChannel, RedisControlChannel
+from engine.runtime.listener import ControlListener
+from tests.engine.runtime.conftest import REDIS_URL
+
+
+@pytest.fixture(params=["memory", "redis"])
+def channel(request, redis_prefix):  # type: ignore[no-untyped-def]
+    if request.param == "memory":
+        return MemoryControlChannel()
+    return RedisControlChannel(REDIS_URL, "run-1", redis_prefix)
+
+
+def test_commands_are_read_in_order_after_a_cursor(channel) -> None:  # type: ignore[no-untyped-def]
+    first = channel.send({"request_id": "a", "kind": "stop"})
+    channel.send({"request_id": "b", "kind": "stop"})
+    assert [m["request_id"] for _, m in channel.read_after(None, 0)] == ["a", "b"]
+    assert [m["request_id"] for _, m in channel.read_after(first, 0)] == ["b"]
+
+
+def test_acks_are_recorded_once_per_request(channel) -> None:  # type: ignore[no-untyped-def]
+    assert channel.acknowledge({"request_id": "a", "status": "applied"})
+    assert not channel.acknowledge({"request_id": "a", "status": "applied"})
+    assert channel.acks() == [{"request_id": "a", "status": "applied"}]
+    assert channel.wait_for_ack("a", 1)["status"] == "applied"
+
+
+def test_listener_picks_commands_up_within_milliseconds(channel) -> None:  # type: ignore[no-untyped-def]
+    rejected: list = []
+    listener = ControlListener(channel, None, rejected.append, block_ms=50)
+    listener.start()
+    try:
+        channel.send(command_message("rescale", "counts", "r1", time.time() * 1000.0, 4))
+        channel.send({"request_id": "bad", "kind": "nonsense"})
+        deadline = time.monotonic() + 5
+        picked: list = []
+        while time.monotonic() < deadline and not (picked and rejected):
+            picked += listener.drain()
+            time.sleep(0.01)
+    finally:
+        listener.stop()
+    assert [c.request_id for c in picked] == ["r1"]
+    assert picked[0].parallelism == 4 and picked[0].control_latency_ms < 40
+    assert rejected and "kind must be one of" in rejected[0][2]

@@ -1,0 +1,106 @@
+"""The VSN instance's merge logic, without Spark: windows close on the watermark,
+replayed epochs re-emit instead of re-applying, late rows are dropped."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from engine.runtime.state.memory import MemoryStateStore
+from engine.runtime.vsn_worker import EpochTask, InstanceReport, process_instance
+from engine.runtime.window_merge import KG, TIME_US
+from engine.runtime.window_spec import parse_window_spec
+
+S = 1_000_000
+SPEC = parse_window_spec(
+    "agg",
+    {
+        "key": ["k"],
+        "time": "t",
+        "window": "10 seconds",
+        "watermark": "0 seconds",
+        "aggregates": {"n": "count(*)", "total": "sum(v)", "mean": "avg(v)"},
+    },
+)
+SCHEMA = pa.schema(
+    [
+        ("k", pa.int64()),
+        ("window_start", pa.int64()),
+        ("window_end", pa.int64()),
+        ("n", pa.int64()),
+        ("total", pa.int64()),
+        ("mean", pa.float64()),
+        ("__report", pa.string()),
+    ]
+)
+
+
+def _rows(events: list[tuple[int, int, int]]) -> pa.Table:
+    """(key, event time in seconds, value) -> the raw rows Spark sends an instance."""
+    starts = [t // 10 * 10 * S for _, t, _ in events]
+    return pa.table(
+        {
+            KG: pa.array([k % 4 for k, _, _ in events], pa.int32()),
+            "k": pa.array([k for k, _, _ in events], pa.int64()),
+            "window_start": pa.array(starts, pa.int64()),
+            "window_end": pa.array([s + 10 * S for s in starts], pa.int64()),
+            "v": pa.array([v for _, _, v in events], pa.int64()),
+            TIME_US: pa.array([t * S for _, t, _ in events], pa.int64()),
+        }
+    )
+
+
+def _epoch(
+    store: MemoryStateStore, epoch: int, watermark_s: int | None, events: list[tuple[int, int, int]]
+) -> tuple[dict, InstanceReport]:
+    task = EpochTask(
+        SPEC,
+        None,
+        epoch,
+        None if watermark_s is None else watermark_s * S,  # type: ignore[arg-type]
+        (0, 0, 0, 0),
+        SCHEMA,
+    )
+    report = InstanceReport(instance=0)
+    emitted = process_instance(task, report, _rows(events) if events else None, store)
+    rows = (
+        {}
+        if emitted is None
+        else {
+            (r["k"], r["window_start"] // S): (r["n"], r["total"], r["mean"])
+            for r in emitted.to_pylist()
+        }
+    )
+    return rows, report
+
+
+def test_windows_close_once_the_watermark_passes_their_end() -> None:
+    store = MemoryStateStore()
+    assert _epoch(store, 0, None, [(1, 1, 5), (1, 3, 7), (2, 4, 1)])[0] == {}
+    assert _epoch(store, 1, 4, [(1, 8, 3), (2, 12, 2)])[0] == {}
+    emitted, report = _epoch(store, 2, 11, [(1, 14, 1)])
+    assert emitted == {(1, 0): (3, 15, 5.0), (2, 0): (1, 1, 1.0)}
+    assert report.rows_in == 1 and report.rows_out == 2
+    emitted, _ = _epoch(store, 3, 20, [])
+    assert emitted == {(1, 10): (1, 1, 1.0), (2, 10): (1, 2, 2.0)}
+    assert store.groups("agg") == {1, 2}  # emptied groups keep only the last emission
+    assert _epoch(store, 4, 20, [])[0] == {}
+    assert store.groups("agg") == set()
+
+
+def test_a_replayed_epoch_re_emits_without_applying_twice() -> None:
+    store = MemoryStateStore()
+    _epoch(store, 0, None, [(1, 1, 5), (2, 2, 1)])
+    first, _ = _epoch(store, 1, 10, [(1, 11, 4)])
+    again, report = _epoch(store, 1, 10, [(1, 11, 4)])
+    assert again == first == {(1, 0): (1, 5, 5.0), (2, 0): (1, 1, 1.0)}
+    assert report.groups_replayed == 2 and report.groups_written == 0
+    later, _ = _epoch(store, 2, 25, [])
+    assert later == {(1, 10): (1, 4, 4.0)}  # counted once despite the replay
+
+
+def test_rows_of_already_emitted_windows_are_dropped_as_late() -> None:
+    store = MemoryStateStore()
+    _epoch(store, 0, None, [(1, 1, 5)])
+    assert _epoch(store, 1, 10, [])[0] == {(1, 0): (1, 5, 5.0)}
+    emitted, report = _epoch(store, 2, 10, [(1, 2, 100), (1, 15, 1)])
+    assert emitted == {} and report.rows_in == 2 and report.partials_in == 1

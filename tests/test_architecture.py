@@ -1,0 +1,59 @@
+"""The engine stays framework-free: no Django, Channels, Celery or webapp imports in engine/,
+and PySpark only in its runtime."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FORBIDDEN = ("django", "channels", "celery", "webapp", "daphne")
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_engine_source_imports_no_framework():
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(_imports(path) & set(FORBIDDEN))
+        for path in (ROOT / "engine").rglob("*.py")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_only_the_runtime_imports_pyspark():
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "engine").rglob("*.py")
+        if "pyspark" in _imports(path) and "runtime" not in path.relative_to(ROOT).parts
+    ]
+    assert offenders == []
+
+
+def test_importing_the_engine_loads_no_framework():
+    code = (
+        "import sys, engine, engine.dag, engine.planner, engine.mapping, engine.policies;"
+        f"bad = [m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r} + ('pyspark',)];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_webapp_reaches_the_engine_through_its_gateway_only():
+    users = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "webapp").rglob("*.py")
+        if "engine" in _imports(path) and path.name != "engine_gateway.py"
+    ]
+    assert users == []

@@ -1,0 +1,28 @@
+"""Helpers shared by the web application's tests (fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.conf import settings
+
+from webapp.config import database_url_of
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def database_url_for_children() -> str:
+    """A URL for the test database pytest-django created, for processes the tests start."""
+    return database_url_of(settings.DATABASES["default"])
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url_for_children(),
+        REDIS_URL=settings.REDIS_URL,
+        DJANGO_SETTINGS_MODULE="webapp.settings",
+        PYTHONPATH=str(ROOT),
+    )
+    return env

@@ -1,0 +1,42 @@
+"""Management commands: create_user prints a working token; ensure_demo is idempotent."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+
+from webapp.accounts.models import User
+from webapp.jobs.models import Job, Run
+
+pytestmark = pytest.mark.django_db
+
+
+def test_create_user_prints_a_token_that_authenticates():
+    out = StringIO()
+    call_command("create_user", "ops", "--role", "operator", "--token", stdout=out)
+    token = out.getvalue().strip()
+    assert token.startswith("ss_")
+    assert User.objects.get(username="ops").role == "operator"
+    assert Client(HTTP_AUTHORIZATION=f"Bearer {token}").get("/api/jobs").status_code == 200
+
+
+def test_create_user_refuses_a_duplicate_name():
+    call_command("create_user", "dup", "--role", "viewer", stdout=StringIO())
+    with pytest.raises(CommandError, match="already exists"):
+        call_command("create_user", "dup", "--role", "viewer", stdout=StringIO())
+
+
+def test_ensure_demo_creates_once_and_says_how_to_sign_in():
+    first, second = StringIO(), StringIO()
+    call_command("ensure_demo", stdout=first)
+    call_command("ensure_demo", stdout=second)
+    assert "sign in as 'admin'" in first.getvalue() and "(created)" in first.getvalue()
+    assert "(created)" not in second.getvalue()
+    assert User.objects.filter(username="admin", role="admin").count() == 1
+    assert Job.objects.filter(name="campaign-views").count() == 1
+    assert "demo run" in first.getvalue() and "demo run" not in second.getvalue()
+    assert Run.objects.filter(job__name="campaign-views").count() == 1

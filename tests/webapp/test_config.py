@@ -1,0 +1,72 @@
+"""Configuration: malformed values stop start-up with a message naming the variable."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.webapp.support import ROOT
+from webapp.config import ConfigError, load_config, parse_database_url
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DATABASE_URL", "mysql://root@localhost/x"),
+        ("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/"),
+        ("DATABASE_URL", "postgres://postgres@127.0.0.1:notaport/db"),
+        ("REDIS_URL", "http://127.0.0.1:6379/0"),
+        ("REDIS_URL", "redis://127.0.0.1:6379/zero"),
+        ("SPARK_MASTER", "yarn"),
+        ("SECRET_KEY", "short"),
+        ("ALLOWED_HOSTS", " , "),
+        ("ALLOWED_HOSTS", "good.example, bad host"),
+        ("DEBUG", "maybe"),
+        ("AUDIT_RETENTION_DAYS", "0"),
+    ],
+)
+def test_malformed_value_names_the_variable(name, value):
+    with pytest.raises(ConfigError, match=name):
+        load_config({name: value})
+
+
+def test_defaults_are_the_embedded_setup():
+    config = load_config({})
+    assert config.database_url is None and config.redis_url is None
+    assert config.spark_master == "local[*]"
+    assert config.debug is False
+    assert "127.0.0.1" in config.allowed_hosts
+
+
+def test_valid_values_are_taken():
+    config = load_config(
+        {
+            "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/streamscale",
+            "REDIS_URL": "redis://127.0.0.1:6379/2",
+            "SPARK_MASTER": "spark://127.0.0.1:7077",
+            "ALLOWED_HOSTS": "a.example,b.example",
+            "DEBUG": "yes",
+        }
+    )
+    assert config.spark_master == "spark://127.0.0.1:7077"
+    assert config.allowed_hosts == ("a.example", "b.example")
+    assert config.debug is True
+
+
+def test_database_url_with_socket_directory():
+    db = parse_database_url("postgres://postgres@/streamscale?host=/tmp/pg")
+    assert db["HOST"] == "/tmp/pg" and db["NAME"] == "streamscale" and db["PORT"] == ""
+
+
+def test_start_up_stops_with_the_variable_named():
+    env = dict(os.environ, REDIS_URL="redis://127.0.0.1:99999/0", DATABASE_URL="postgres://x@h/db")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env,
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "REDIS_URL" in result.stderr and "port" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,266 @@
+"""The embedded PostgreSQL and Redis: real servers under a temporary var folder.
+
+Runs without Django settings: ``pytest -p no:django tests/webapp/test_embedded.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import psycopg2
+import pytest
+import redis
+
+from webapp import embedded
+from webapp.embedded import redis_server
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing() -> None:
+    """Replaces the package-wide autouse fixture that needs Django settings: these tests use
+    none, so that they also run with ``-p no:django``."""
+
+
+@pytest.fixture
+def var_dir() -> Iterator[Path]:
+    """A private var folder; whatever the test started there is stopped, then it is removed.
+
+    Not under pytest's tmp_path: when run as root the database server runs as another user,
+    and a concurrent pytest session resets its base folder to mode 0700 under our feet.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="streamscale-test-")) / "var"
+    yield folder
+    embedded.stop_postgres(var_dir=folder)
+    embedded.stop_redis(var_dir=folder)
+    for process in psutil.process_iter(["cmdline"]):
+        if str(folder) in " ".join(process.info["cmdline"] or []):
+            process.kill()
+    shutil.rmtree(folder.parent, ignore_errors=True)
+
+
+def _in_other_process(call: str, var_dir: Path) -> str:
+    """Run ``embedded.<call>(var_dir=...)`` in a fresh interpreter that then exits; its result."""
+    code = (
+        "from pathlib import Path; from webapp import embedded; "
+        f"print(embedded.{call}(var_dir=Path({str(var_dir)!r})))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+def _postmaster_pid(var_dir: Path) -> int:
+    return int((var_dir / "postgres" / "data" / "postmaster.pid").read_text().split()[0])
+
+
+def _redis_pid(var_dir: Path) -> int:
+    return int((var_dir / "redis" / "redis.pid").read_text().split()[0])
+
+
+def _wait_gone(pid: int) -> None:
+    """Wait until ``pid`` exited (a zombie waiting for its reaper counts as exited)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"pid {pid} still running")
+
+
+def _query(url: str, sql: str) -> object:
+    with psycopg2.connect(url, connect_timeout=5) as conn, conn.cursor() as cur:
+        cur.execute(sql)
+        row = cur.fetchone()
+    conn.close()
+    return row[0] if row else None
+
+
+# --- PostgreSQL -----------------------------------------------------------------------------
+
+
+def test_postgres_starts_and_answers_queries(var_dir: Path) -> None:
+    url = embedded.ensure_postgres(var_dir=var_dir)
+
+    match = re.fullmatch(r"postgres://postgres@127\.0\.0\.1:(\d+)/streamscale", url)
+    assert match and int(match.group(1)) != 5432  # never the machine's own server
+    assert _query(url, "SELECT current_database()") == "streamscale"
+    assert _query(url, "SELECT 6 * 7") == 42
+
+
+def test_postgres_outlives_its_starter_and_is_reused(var_dir: Path) -> None:
+    url = _in_other_process("ensure_postgres", var_dir)  # that process has exited now
+    pid = _postmaster_pid(var_dir)
+
+    assert _query(url, "SELECT 1") == 1
+    assert embedded.ensure_postgres(var_dir=var_dir) == url
+    assert _postmaster_pid(var_dir) == pid
+
+
+def test_concurrent_callers_share_one_postgres(var_dir: Path) -> None:
+    code = (
+        "from pathlib import Path; from webapp import embedded; "
+        f"print(embedded.ensure_postgres(var_dir=Path({str(var_dir)!r})))"
+    )
+    callers = [
+        subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    urls = {caller.communicate(timeout=60)[0].strip() for caller in callers}
+
+    assert all(caller.returncode == 0 for caller in callers)
+    assert len(urls) == 1
+    assert _query(urls.pop(), "SELECT count(*) FROM pg_database WHERE datname='streamscale'") == 1
+
+
+def test_stop_postgres_stops_it_and_is_idempotent(var_dir: Path) -> None:
+    url = embedded.ensure_postgres(var_dir=var_dir)
+    pid = _postmaster_pid(var_dir)
+
+    embedded.stop_postgres(var_dir=var_dir)
+
+    _wait_gone(pid)
+    assert not embedded.postgres_running(var_dir=var_dir)
+    with pytest.raises(psycopg2.OperationalError):
+        _query(url, "SELECT 1")
+    embedded.stop_postgres(var_dir=var_dir)  # nothing to stop: no error
+
+
+def test_postgres_restarts_after_a_kill_left_a_stale_pid_file(var_dir: Path) -> None:
+    embedded.ensure_postgres(var_dir=var_dir)
+    old_pid = _postmaster_pid(var_dir)
+    os.kill(old_pid, signal.SIGKILL)
+    _wait_gone(old_pid)
+    assert (var_dir / "postgres" / "data" / "postmaster.pid").exists()
+
+    url = embedded.ensure_postgres(var_dir=var_dir)
+
+    assert _postmaster_pid(var_dir) != old_pid
+    assert _query(url, "SELECT 1") == 1
+
+
+def test_postgres_failure_names_the_step_and_the_log(var_dir: Path) -> None:
+    embedded.ensure_postgres(var_dir=var_dir)
+    embedded.stop_postgres(var_dir=var_dir)
+    (var_dir / "postgres" / "data" / "PG_VERSION").write_text("9\n")  # a cluster it cannot run
+
+    with pytest.raises(embedded.EmbeddedServiceError) as failure:
+        embedded.ensure_postgres(var_dir=var_dir)
+
+    assert isinstance(failure.value, embedded.EmbeddedError)
+    assert "embedded postgres: start failed" in str(failure.value)
+    assert str(var_dir / "postgres" / "postgres.log") in str(failure.value)
+
+
+# --- Redis ----------------------------------------------------------------------------------
+
+
+def test_redis_starts_and_serves_commands(var_dir: Path) -> None:
+    url = embedded.ensure_redis(var_dir=var_dir)
+
+    match = re.fullmatch(r"redis://127\.0\.0\.1:(\d+)/0", url)
+    assert match and int(match.group(1)) != 6379  # never the machine's own server
+    client = redis.Redis.from_url(url)
+    assert client.ping()
+    client.set("streamscale:test", "value")
+    assert client.get("streamscale:test") == b"value"
+    client.close()
+
+
+def test_redis_outlives_its_starter_and_is_reused(var_dir: Path) -> None:
+    url = _in_other_process("ensure_redis", var_dir)
+    pid = _redis_pid(var_dir)
+
+    assert redis.Redis.from_url(url).ping()
+    assert embedded.ensure_redis(var_dir=var_dir) == url
+    assert _redis_pid(var_dir) == pid
+
+
+def test_stop_redis_stops_it_and_is_idempotent(var_dir: Path) -> None:
+    url = embedded.ensure_redis(var_dir=var_dir)
+    pid = _redis_pid(var_dir)
+
+    embedded.stop_redis(var_dir=var_dir)
+
+    _wait_gone(pid)
+    assert not embedded.redis_running(var_dir=var_dir)
+    with pytest.raises(redis.ConnectionError):
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+    embedded.stop_redis(var_dir=var_dir)
+
+
+def test_redis_restarts_on_its_port_after_a_kill_left_a_stale_pid_file(var_dir: Path) -> None:
+    url = embedded.ensure_redis(var_dir=var_dir)
+    old_pid = _redis_pid(var_dir)
+    os.kill(old_pid, signal.SIGKILL)
+    _wait_gone(old_pid)
+    assert (var_dir / "redis" / "redis.pid").exists()
+
+    assert embedded.ensure_redis(var_dir=var_dir) == url  # the recorded port was free again
+    assert _redis_pid(var_dir) != old_pid
+    assert redis.Redis.from_url(url).ping()
+
+
+def test_redis_moves_to_another_port_when_its_port_is_taken(var_dir: Path) -> None:
+    url = embedded.ensure_redis(var_dir=var_dir)
+    embedded.stop_redis(var_dir=var_dir)
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+
+        moved = embedded.ensure_redis(var_dir=var_dir)
+
+    assert moved != url
+    assert redis.Redis.from_url(moved).ping()
+
+
+def test_redis_failure_names_the_step_and_the_log(
+    var_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(redis_server, "_redis_server_binary", lambda: Path("/bin/false"))
+
+    with pytest.raises(embedded.EmbeddedServiceError) as failure:
+        embedded.ensure_redis(var_dir=var_dir)
+
+    assert "embedded redis: start failed" in str(failure.value)
+    assert str(var_dir / "redis" / "redis.log") in str(failure.value)
+
+
+def test_server_ports_come_from_outside_the_ephemeral_range(tmp_path: Path) -> None:
+    from webapp.embedded.daemons import choose_port
+
+    ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    port_file = tmp_path / "port"
+    port = choose_port(port_file)
+    assert port < ephemeral_low
+    assert int(port_file.read_text()) == port
+    assert choose_port(port_file) == port  # free again: kept
+
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        moved = choose_port(port_file)
+    assert moved != port and moved < ephemeral_low
+    assert int(port_file.read_text()) == moved

@@ -1,0 +1,197 @@
+"""The whole product end to end: a private stack (web server, Celery worker and beat, embedded
+Postgres and Redis) runs a job on Spark through the API; the test watches it over the websocket,
+rescales it, repeats a request, sends conflicting ones, kills the driver during a run and during a
+reconfiguration, stops it, and checks the sink against results computed from the generator."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+import psutil
+import psycopg2
+import pyarrow as pa
+import pytest
+
+from tests.engine.runtime.jobs import actual_windows, expected_windows, window_job
+from webapp.launcher.private_stack import PrivateStack, wait_for
+
+pytestmark = pytest.mark.spark
+
+TABLE = "e2e_counts"
+
+
+@pytest.fixture(scope="module")
+def stack():
+    with PrivateStack() as private:
+        yield private
+
+
+class LiveFeed:
+    """A websocket client of the run's live channel, collecting every message in a thread."""
+
+    def __init__(self, stack: PrivateStack, token: str, run_id: int) -> None:
+        from websockets.sync.client import connect
+
+        self.messages: list[dict] = []
+        self.socket = connect(f"ws://127.0.0.1:{stack.port}/ws/runs/{run_id}/",
+                              additional_headers={"Authorization": f"Bearer {token}",
+                                                  "Origin": stack.url})
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            for raw in self.socket:
+                self.messages.append(json.loads(raw))
+        except Exception:  # noqa: BLE001 - the socket closes when the test ends
+            return
+
+    def of_type(self, kind: str) -> list[dict]:
+        return [m for m in list(self.messages) if m.get("type") == kind]
+
+    def close(self) -> None:
+        self.socket.close()
+
+
+def _driver_pid(run_id: int) -> int:
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if "webapp.runs.driver" in cmdline and str(run_id) in cmdline:
+            return process.pid
+    raise AssertionError(f"no driver process for run {run_id}")
+
+
+def _kill_driver(run_id: int) -> None:
+    os.killpg(os.getpgid(_driver_pid(run_id)), signal.SIGKILL)
+
+
+def _settled(api, reconfiguration_id: int) -> dict | None:
+    record = api.get(f"/api/reconfigurations/{reconfiguration_id}")
+    return record if record["status"] in ("applied", "rejected", "failed") else None
+
+
+def _running_past(api, run_id: int, epoch: int):
+    run = api.get(f"/api/runs/{run_id}")
+    return run if run["status"] == "running" and (run["epoch"] or -1) > epoch else None
+
+
+def _rescale(api, run_id: int, parallelism: int, request_id: str) -> tuple[int, dict]:
+    return api.call("POST", f"/api/runs/{run_id}/reconfigurations", {
+        "kind": "rescale", "operator": "counts", "parallelism": parallelism,
+        "reason": "end-to-end test", "request_id": request_id})
+
+
+def _sink_rows(stack: PrivateStack) -> pa.Table | None:
+    port = (stack.var_dir / "postgres" / "port").read_text().strip()
+    conn = psycopg2.connect(host="127.0.0.1", port=port, user="postgres", dbname="streamscale")
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute(f"SELECT campaign_id, window_start, views, users, top FROM {TABLE}")
+            rows = cursor.fetchall()
+    finally:
+        conn.close()
+    if not rows:
+        return None
+    columns = list(zip(*rows, strict=True))
+    return pa.table({
+        "campaign_id": list(columns[0]),
+        "window_start": pa.array(list(columns[1]), pa.timestamp("us", tz="UTC")),
+        "views": list(columns[2]), "users": list(columns[3]), "top": list(columns[4]),
+    })
+
+
+def test_a_job_runs_rescales_recovers_and_stops_with_exact_results(stack):
+    api = stack.client(username="e2e", role="admin")
+    document = window_job({"type": "sink.postgres", "params": {"table": TABLE}}, parallelism=2)
+    job = api.post("/api/jobs", document)
+    run_id = api.post(f"/api/jobs/{job['id']}/runs", {})["run_id"]
+    feed = LiveFeed(stack, api.token, run_id)
+    try:
+        run = wait_for(lambda: _running_past(api, run_id, 1), timeout=300, what="a running run")
+        assert feed.of_type("snapshot") and feed.of_type("run.epoch")
+
+        # A rescale is applied at an epoch boundary, moves no state, and reaches the browser.
+        status, answer = _rescale(api, run_id, 3, "e2e-first")
+        assert status == 202
+        applied = wait_for(lambda: _settled(api, answer["id"]), timeout=120, what="the rescale")
+        assert applied["status"] == "applied" and applied["state_bytes_moved"] == 0
+        assert applied["applied_epoch"] >= run["epoch"]
+        assert api.get(f"/api/runs/{run_id}")["parallelism"]["counts"] == 3
+        wait_for(lambda: any(m["ops"]["counts"][0] == 3
+                             for m in (e["metrics"] for e in feed.of_type("run.epoch"))),
+                 timeout=60, what="an epoch with 3 instances on the websocket")
+        assert any(e["reconfiguration"] == answer["id"] and e["status"] == "applied"
+                   for e in feed.of_type("reconfiguration.status"))
+
+        # The same request id applies once.
+        again_status, again = _rescale(api, run_id, 3, "e2e-first")
+        assert again_status == 202 and again["id"] == answer["id"] and again["created"] is False
+
+        # Conflicting requests from two clients: both recorded, applied one after the other.
+        other = stack.client(username="e2e-other", role="operator")
+        results: dict[str, tuple[int, dict]] = {}
+        threads = [threading.Thread(target=lambda c=c, n=n, r=r: results.__setitem__(
+            r, _rescale(c, run_id, n, r))) for c, n, r in
+            [(api, 5, "e2e-conflict-a"), (other, 2, "e2e-conflict-b")]]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        records = [wait_for(lambda rid=body["id"]: _settled(api, rid), timeout=120,
+                            what="a conflicting rescale") for _, body in results.values()]
+        assert all(r["status"] == "applied" for r in records)
+        # Both may take effect at one epoch boundary; then they apply in the order recorded.
+        last = max(records, key=lambda r: (r["applied_epoch"], r["id"]))
+        expected = 5 if last["request_id"] == "e2e-conflict-a" else 2
+        assert api.get(f"/api/runs/{run_id}")["parallelism"]["counts"] == expected
+
+        # Kill the driver during a reconfiguration: the run recovers and the change settles.
+        epoch = api.get(f"/api/runs/{run_id}")["epoch"]
+        _, during = _rescale(api, run_id, 4, "e2e-during-kill")
+        _kill_driver(run_id)
+        wait_for(lambda: api.get(f"/api/runs/{run_id}")["status"] == "recovering", timeout=30,
+                 what="the run to be marked recovering")
+        settled = wait_for(lambda: _settled(api, during["id"]), timeout=300,
+                           what="the interrupted reconfiguration to settle")
+        assert settled["status"] in ("applied", "failed")
+        wait_for(lambda: _running_past(api, run_id, epoch + 2), timeout=300,
+                 what="the run to run again")
+
+        # Kill it once more in the middle of a run.
+        epoch = api.get(f"/api/runs/{run_id}")["epoch"]
+        _kill_driver(run_id)
+        wait_for(lambda: _running_past(api, run_id, epoch + 2), timeout=300,
+                 what="the run to recover again")
+
+        api.post(f"/api/runs/{run_id}/stop", {"reason": "end of test"})
+        stopped = wait_for(lambda: (lambda r: r if r["status"] == "stopped" else None)(
+            api.get(f"/api/runs/{run_id}")), timeout=120, what="the run to stop")
+        assert stopped["restarts"] >= 2
+    finally:
+        feed.close()
+
+    history = api.get(f"/api/jobs/{job['id']}/history")["entries"]
+    actions = [entry["action"] for entry in history]
+    assert actions.count("reconfiguration.rescale") == 4  # the repeated request id is not new
+    assert "run.recovering" in actions and "run.stopped" in actions
+
+    _check_sink_is_exact(stack, run_id, stopped["epoch"])
+
+
+def _check_sink_is_exact(stack: PrivateStack, run_id: int, last_epoch: int) -> None:
+    from engine.runtime.session import build_session
+
+    checkpoint = stack.var_dir / "runs" / str(run_id) / "checkpoint"
+    start_ms = json.loads(Path(checkpoint, "run.json").read_text())["start_ms"]
+    spark = build_session(master="local[1]", app_name="streamscale-e2e-check")
+    try:
+        expected = expected_windows(spark, start_ms, last_epoch, [(0, "event_type = 'view'")])
+    finally:
+        spark.stop()
+    actual = actual_windows(_sink_rows(stack))
+    assert expected, "the run closed no window"
+    assert actual == expected

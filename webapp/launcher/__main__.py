@@ -1,0 +1,298 @@
+"""``python -m webapp.launcher run | services | stop-services``.
+
+``run`` is what ``make run`` calls: embedded services (unless DATABASE_URL / REDIS_URL are set),
+migrations, the demo data, then the web server, a Celery worker and Celery beat, supervised until
+Ctrl-C / SIGTERM or until one of them dies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from webapp import embedded
+from webapp.config import BASE_DIR, ConfigError, load_config
+from webapp.launcher.children import ChildGroup, say
+from webapp.launcher.embedded_services import Services, ensure_services
+from webapp.launcher.run_lock import LockHolder, acquire_run_lock, run_lock_holder
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+HEALTH_TIMEOUT_S = 120.0  # first start runs initdb and all migrations on a 2-core machine
+BIN_DIR = Path(sys.executable).parent
+SUSPEND_GRACE_S = 15.0  # a driver past this is killed; its run resumes from the checkpoint
+
+
+class Shutdown(Exception):
+    """SIGINT or SIGTERM asked the launcher to stop everything and exit 0."""
+
+
+class LaunchError(Exception):
+    """A start-up step failed; the message says which."""
+
+
+def _child_env(*, var_dir: Path, services: Services) -> dict[str, str]:
+    """Our environment plus the service URLs, so children never start servers of their own."""
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=services.database_url,
+        REDIS_URL=services.redis_url,
+        STREAMSCALE_VAR_DIR=str(var_dir),
+        DJANGO_SETTINGS_MODULE="webapp.settings",
+        PYTHONUNBUFFERED="1",  # line-by-line output through the pipes
+    )
+    return env
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def _executable(name: str) -> str:
+    path = BIN_DIR / name
+    if not path.exists():
+        raise LaunchError(f"{path} not found: install the project into this venv first")
+    return str(path)
+
+
+def _prepare_database(group: ChildGroup) -> None:
+    """Migrate, then create the demo data if the command exists in this checkout."""
+    python, manage = sys.executable, str(BASE_DIR / "manage.py")
+    if group.run_step("migrate", [python, manage, "migrate", "--noinput"]) != 0:
+        raise LaunchError("python manage.py migrate failed (output above)")
+    if not list(BASE_DIR.glob("webapp/*/management/commands/ensure_demo.py")):
+        say("[launcher] warning: no ensure_demo command yet; skipping the demo data")
+        return
+    if group.run_step("demo", [python, manage, "ensure_demo"]) != 0:
+        raise LaunchError("python manage.py ensure_demo failed (output above)")
+
+
+def _start_processes(group: ChildGroup, *, port: int, var_dir: Path) -> None:
+    celery = _executable("celery")
+    group.start(
+        "web", [_executable("daphne"), "-b", HOST, "-p", str(port), "webapp.asgi:application"]
+    )
+    group.start(
+        "worker",
+        [celery, "-A", "webapp", "worker", "--loglevel=info", "--concurrency=2", "--pool=prefork"],
+    )
+    group.start(
+        "beat",
+        [
+            celery,
+            "-A",
+            "webapp",
+            "beat",
+            "--loglevel=info",
+            "--schedule",
+            str(var_dir / "celerybeat-schedule"),
+        ],
+    )
+
+
+def _answers_health(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "healthz", timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _check_children(group: ChildGroup) -> None:
+    dead = group.first_exited()
+    if dead is None:
+        return
+    code = dead.process.returncode
+    killed_by = f" ({signal.Signals(-code).name})" if code < 0 else ""
+    raise LaunchError(f"{dead.name} exited unexpectedly with code {code}{killed_by}")
+
+
+def _wait_healthy(group: ChildGroup, *, url: str) -> None:
+    deadline = time.monotonic() + HEALTH_TIMEOUT_S
+    while not _answers_health(url):
+        _check_children(group)
+        if time.monotonic() > deadline:
+            raise LaunchError(f"{url}healthz did not answer 200 within {HEALTH_TIMEOUT_S:.0f} s")
+        time.sleep(0.5)
+
+
+def _supervise(group: ChildGroup) -> None:
+    """Return never; raise LaunchError as soon as a child dies (no silent restarts)."""
+    while True:
+        _check_children(group)
+        time.sleep(0.5)
+
+
+def _raise_shutdown(signum: int, frame: FrameType | None) -> None:
+    raise Shutdown(signal.Signals(signum).name)
+
+
+def _serve(
+    group: ChildGroup,
+    services: Services,
+    *,
+    var_dir: Path,
+    port: int,
+    url: str,
+    database_url: str | None,
+    redis_url: str | None,
+) -> None:
+    """Every start-up step, then supervision; leaves only by exception."""
+    if not _port_is_free(port):
+        raise LaunchError(f"port {port} on {HOST} is already in use: pass --port N or set PORT")
+    ensure_services(
+        var_dir=var_dir, database_url=database_url, redis_url=redis_url, services=services
+    )
+    group.env = _child_env(var_dir=var_dir, services=services)
+    _prepare_database(group)
+    services.migrated = True
+    _start_processes(group, port=port, var_dir=var_dir)
+    _wait_healthy(group, url=url)
+    say(f"streamscale is running at {url}  (Ctrl-C to stop)")
+    _supervise(group)
+
+
+def _suspend_drivers(group: ChildGroup, services: Services) -> None:
+    """Stop the run drivers cleanly while the database is still up; their runs stay active
+    and resume from their checkpoints at the next start.
+
+    The worker and beat stop first: supervision would otherwise see a suspended driver as a
+    dead one and start it again.
+    """
+    group.stop(["beat", "worker"])
+    if services.migrated:
+        group.run_step(
+            "suspend",
+            [sys.executable, str(BASE_DIR / "manage.py"), "runs_suspend",
+             "--grace", str(SUSPEND_GRACE_S)],
+        )
+
+
+def cmd_run(*, var_dir: Path, port: int, database_url: str | None, redis_url: str | None) -> int:
+    """Run the whole product until a signal (exit 0) or a failure (exit 1)."""
+    url = f"http://{HOST}:{port}/"
+    lock = acquire_run_lock(var_dir=var_dir, url=url)
+    if isinstance(lock, LockHolder):
+        say(
+            f"streamscale is already running (pid {lock.pid}); stop it first or use its URL "
+            f"{lock.url or url}"
+        )
+        return 1
+    signal.signal(signal.SIGINT, _raise_shutdown)
+    signal.signal(signal.SIGTERM, _raise_shutdown)
+    group, services = ChildGroup(cwd=BASE_DIR, env={}), Services("", "")
+    code = 1
+    try:
+        _serve(
+            group,
+            services,
+            var_dir=var_dir,
+            port=port,
+            url=url,
+            database_url=database_url,
+            redis_url=redis_url,
+        )
+    except Shutdown as reason:
+        say(f"[launcher] {reason}: stopping")
+        code = 0
+    except (LaunchError, embedded.EmbeddedError) as error:
+        say(f"[launcher] error: {error}; stopping")
+    finally:
+        # A second Ctrl-C must not abandon the clean-up half-way.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            _suspend_drivers(group, services)
+            group.stop_all()
+            services.stop_started()
+        finally:
+            lock.release()
+    say("[launcher] stopped")
+    return code
+
+
+def cmd_services(*, var_dir: Path) -> int:
+    """Start (or reuse) the embedded servers, print their URLs and leave them running."""
+    print(f"DATABASE_URL={embedded.ensure_postgres(var_dir=var_dir)}")
+    print(f"REDIS_URL={embedded.ensure_redis(var_dir=var_dir)}")
+    return 0
+
+
+def cmd_stop_services(*, var_dir: Path) -> int:
+    """Stop the embedded servers, unless a launcher is using them."""
+    holder = run_lock_holder(var_dir=var_dir)
+    if holder is not None:
+        print(f"streamscale is running (pid {holder.pid}) on these services; stop it first")
+        return 1
+    embedded.stop_redis(var_dir=var_dir)
+    embedded.stop_postgres(var_dir=var_dir)
+    print("embedded services stopped")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m webapp.launcher",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--var-dir",
+        type=Path,
+        help="state folder (default STREAMSCALE_VAR_DIR or var/ in the checkout)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run the web server, worker and beat, supervised")
+    run.add_argument("--port", type=int, help=f"HTTP port (default PORT or {DEFAULT_PORT})")
+    commands.add_parser("services", help="start the embedded PostgreSQL and Redis, print URLs")
+    commands.add_parser("stop-services", help="stop the embedded PostgreSQL and Redis")
+    return parser
+
+
+def _port_from_env() -> int:
+    raw = os.environ.get("PORT", "").strip() or str(DEFAULT_PORT)
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise ConfigError(f"PORT={raw!r} is not a TCP port number")
+    return int(raw)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the command line and run one command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        config = load_config()
+        port = args.port if getattr(args, "port", None) else _port_from_env()
+    except ConfigError as error:
+        print(f"streamscale: configuration error: {error}", file=sys.stderr)
+        return 2
+    var_dir = (args.var_dir or config.var_dir).resolve()
+    try:
+        if args.command == "services":
+            return cmd_services(var_dir=var_dir)
+        if args.command == "stop-services":
+            return cmd_stop_services(var_dir=var_dir)
+    except embedded.EmbeddedError as error:
+        print(f"streamscale: {error}", file=sys.stderr)
+        return 1
+    return cmd_run(
+        var_dir=var_dir, port=port, database_url=config.database_url, redis_url=config.redis_url
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Child processes of the launcher: one process group each, output prefixed line by line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import psutil
+
+_print_lock = threading.Lock()
+
+
+def say(line: str) -> None:
+    """Print one whole line at once, flushed, so lines of concurrent children never interleave."""
+    with _print_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+@dataclass
+class Child:
+    """A running child; ``name`` is the prefix of its output (``[web] ...``)."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    pump: threading.Thread
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+def _pump_output(name: str, stream: IO[bytes]) -> None:
+    """Copy the child's output to ours with its prefix until the child closes it."""
+    for raw in iter(stream.readline, b""):
+        say(f"[{name}] {raw.decode(errors='replace').rstrip()}")
+    stream.close()
+
+
+@dataclass
+class ChildGroup:
+    """The children of one launcher, stopped together."""
+
+    cwd: Path
+    env: Mapping[str, str]
+    children: list[Child] = field(default_factory=list)
+
+    def start(self, name: str, argv: Sequence[str]) -> Child:
+        """Start ``argv`` in a new session, so a terminal's Ctrl-C reaches only the launcher."""
+        process = subprocess.Popen(
+            list(argv),
+            cwd=self.cwd,
+            env=dict(self.env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        assert process.stdout is not None
+        pump = threading.Thread(target=_pump_output, args=(name, process.stdout), daemon=True)
+        pump.start()
+        child = Child(name=name, process=process, pump=pump)
+        self.children.append(child)
+        return child
+
+    def run_step(self, name: str, argv: Sequence[str]) -> int:
+        """Run a one-shot command to completion (still stoppable by ``stop_all``)."""
+        child = self.start(name, argv)
+        code = child.process.wait()
+        child.pump.join(timeout=5)
+        self.children.remove(child)
+        return code
+
+    def first_exited(self) -> Child | None:
+        """A child that has exited, if any."""
+        return next((c for c in self.children if c.process.poll() is not None), None)
+
+    def stop_all(self, *, grace_s: float = 10.0) -> None:
+        """Stop every child (see ``stop``)."""
+        self.stop([c.name for c in self.children], grace_s=grace_s)
+
+    def stop(self, names: Sequence[str], *, grace_s: float = 10.0) -> None:
+        """SIGTERM the named children's groups, wait up to ``grace_s``, SIGKILL what is left,
+        grandchildren too.
+
+        Descendants are listed before signalling: one that left its group (a new session) or was
+        orphaned would otherwise escape both signals.
+        """
+        chosen = [c for c in self.children if c.name in names]
+        descendants = [p for c in chosen for p in _descendants(c.pid)]
+        for child in chosen:
+            _signal_group(child, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for child in chosen:
+            try:
+                child.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                say(f"[launcher] {child.name} did not stop in {grace_s:.0f} s; killing it")
+        for child in chosen:
+            _signal_group(child, signal.SIGKILL)
+            child.process.wait()
+        _kill_leftovers(descendants, deadline=deadline)
+        for child in chosen:
+            child.pump.join(timeout=2)
+            self.children.remove(child)
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _signal_group(child: Child, sig: signal.Signals) -> None:
+    """Signal the child's whole process group (its pid is the group id: new session)."""
+    try:
+        os.killpg(child.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is already gone
+
+
+def _kill_leftovers(processes: list[psutil.Process], *, deadline: float) -> None:
+    """Give descendants what is left of the grace period, then SIGKILL the survivors."""
+    _, alive = psutil.wait_procs(processes, timeout=max(0.1, deadline - time.monotonic()))
+    for process in alive:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=5)

@@ -1,0 +1,106 @@
+"""Websocket transport only: authenticate, join the job's group, forward its events."""
+
+from __future__ import annotations
+
+import json
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from webapp.accounts.roles import Permission
+from webapp.live.events import job_group, run_group
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+
+
+class JobConsumer(AsyncWebsocketConsumer):
+    """`/ws/jobs/<id>/`: live events of one job for users allowed to read it."""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        self.job_id = int(self.scope["url_route"]["kwargs"]["job_id"])
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        if not user.can(Permission.READ):
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        if not await _job_exists(self.job_id):
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.group = job_group(self.job_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self._send({"type": "hello", "job": self.job_id})
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            message = json.loads(text_data or "")
+        except ValueError:
+            await self._send({"type": "error", "error": "messages must be JSON objects"})
+            return
+        if not isinstance(message, dict) or message.get("type") != "ping":
+            await self._send({"type": "error", "error": 'unknown message: send {"type": "ping"}'})
+            return
+        await self._send({"type": "pong"})
+
+    async def job_event(self, message: dict) -> None:
+        await self._send(message["event"])
+
+    async def _send(self, payload: dict) -> None:
+        await self.send(text_data=json.dumps(payload, separators=(",", ":")))
+
+
+@database_sync_to_async
+def _job_exists(job_id: int) -> bool:
+    from webapp.jobs.models import Job
+
+    return Job.objects.filter(pk=job_id).exists()
+
+
+class RunConsumer(JobConsumer):
+    """`/ws/runs/<id>/`: a run's snapshot, then its events as deltas.
+
+    The consumer joins the group before reading the snapshot, so no event falls between them;
+    an event older than the snapshot can be told by its epoch and ignored by the page.
+    """
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        if not user.can(Permission.READ):
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        self.group = run_group(run_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        snapshot = await _run_snapshot(run_id)
+        if snapshot is None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+            del self.group
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        await self.accept()
+        await self._send(snapshot)
+
+
+@database_sync_to_async
+def _run_snapshot(run_id: int) -> dict | None:
+    from webapp.errors import NotFound
+    from webapp.runs.live import LIVE_FIELDS
+    from webapp.runs.selectors import run_snapshot
+
+    try:
+        snapshot = run_snapshot(run_id=run_id)
+    except NotFound:
+        return None
+    snapshot["live_fields"] = list(LIVE_FIELDS)
+    return snapshot

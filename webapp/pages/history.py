@@ -1,0 +1,72 @@
+"""The audit history across jobs: filters, each entry's plan diff and before/after figures, and
+the same selection as CSV."""
+
+from __future__ import annotations
+
+import csv
+from datetime import datetime
+
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.views.decorators.http import require_GET
+
+from webapp.accounts.access import page_requires
+from webapp.accounts.roles import Permission
+from webapp.audit.selectors import AuditFilter
+from webapp.jobs.models import Job
+from webapp.pages import selectors
+from webapp.pages.views import _int_or_none, _page_or_partial
+
+
+def history_filter(params) -> AuditFilter:
+    return AuditFilter(
+        job_id=_int_or_none(params.get("job")),
+        actor=params.get("actor") or None,
+        action=params.get("action") or None,
+        since=_datetime_or_none(params.get("since")),
+        until=_datetime_or_none(params.get("until")),
+        outcome=params.get("outcome") or None,
+    )
+
+
+@page_requires(Permission.READ)
+@require_GET
+def history(request):
+    filters = history_filter(request.GET)
+    context = {
+        "entries": selectors.history_entries(filters=filters),
+        "jobs": Job.objects.order_by("name"),
+        "choices": selectors.history_choices(),
+        "filters": filters,
+        "query": request.GET.urlencode(),
+        "since": request.GET.get("since", ""),
+        "until": request.GET.get("until", ""),
+        "nav": "history",
+    }
+    return render(request, _page_or_partial(request, "history", "history-rows"), context)
+
+
+@page_requires(Permission.READ)
+@require_GET
+def history_csv(request):
+    entries = selectors.history_entries(filters=history_filter(request.GET), limit=100_000)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="streamscale-history.csv"'
+    writer = csv.writer(response)
+    writer.writerow(selectors.CSV_COLUMNS)
+    writer.writerows(selectors.history_csv_rows(entries))
+    return response
+
+
+def _datetime_or_none(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = parse_datetime(value)
+    except ValueError:
+        return None
+    if parsed is not None and timezone.is_naive(parsed):
+        parsed = timezone.make_aware(parsed)
+    return parsed

@@ -1,0 +1,139 @@
+"""The run page and its controls: live view shell, chart history, scaling with a preview, the
+reconfiguration list, the autoscaler, start and stop. Controls post forms (htmx) and get back
+the fragment they replace; every write goes through the same service as the API."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.http import Http404, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from webapp.accounts.access import page_requires
+from webapp.accounts.roles import Permission
+from webapp.autoscaling.services import autoscale_configure
+from webapp.errors import NotFound, ServiceError
+from webapp.jobs import selectors as job_selectors
+from webapp.jobs.models import Trigger
+from webapp.pages import selectors
+from webapp.pages.forms import autoscale_body, reconfiguration_body
+from webapp.reconfigurations.services import reconfiguration_preview, reconfiguration_request
+from webapp.runs.selectors import run_get
+from webapp.runs.services import run_start, run_stop
+
+
+def _run_or_404(run_id: int):
+    try:
+        return run_get(run_id=run_id)
+    except NotFound as error:
+        raise Http404(str(error)) from None
+
+
+@page_requires(Permission.READ)
+@require_GET
+def run_detail(request, run_id: int):
+    run = _run_or_404(run_id)
+    can_operate = request.user.can(Permission.OPERATE_RUNS)
+    context = {
+        "run": run,
+        "job": run.job,
+        "config": selectors.run_page_config(run=run, can_operate=can_operate),
+        "reconfigurations": selectors.run_reconfigurations(run=run),
+        "request_id": uuid.uuid4().hex,
+        "nav": "jobs",
+    }
+    return render(request, "pages/run_detail.html", context)
+
+
+@page_requires(Permission.READ)
+@require_GET
+def run_series(request, run_id: int):
+    return JsonResponse(selectors.run_series(run=_run_or_404(run_id)))
+
+
+@page_requires(Permission.READ)
+@require_GET
+def run_reconfiguration_list(request, run_id: int):
+    run = _run_or_404(run_id)
+    context = {"run": run, "reconfigurations": selectors.run_reconfigurations(run=run)}
+    return render(request, "pages/partials/reconfigurations.html", context)
+
+
+@page_requires(Permission.READ)
+@require_GET
+def run_autoscale_panel(request, run_id: int):
+    return render(request, "pages/partials/autoscale.html", {"run": _run_or_404(run_id)})
+
+
+@page_requires(Permission.OPERATE_RUNS)
+@require_POST
+def scale_preview(request, run_id: int):
+    body = reconfiguration_body(request.POST)
+    body.setdefault("reason", "preview")
+    context = {"body": body}
+    try:
+        context["preview"] = reconfiguration_preview(run_id=run_id, body=body)
+        context["rows"], context["unchanged"] = selectors.preview_rows(context["preview"])
+    except ServiceError as error:
+        context["error"] = error
+    return render(request, "pages/partials/scale-preview.html", context)
+
+
+@page_requires(Permission.OPERATE_RUNS)
+@require_POST
+def reconfigure(request, run_id: int):
+    body = reconfiguration_body(request.POST)
+    try:
+        reconfiguration, created = reconfiguration_request(
+            run_id=run_id, body=body, actor=request.user, trigger=Trigger.USER)
+    except ServiceError as error:
+        return render(request, "pages/partials/scale-outcome.html", {"error": error})
+    response = render(request, "pages/partials/scale-outcome.html",
+                      {"reconfiguration": reconfiguration, "created": created})
+    response["HX-Trigger"] = "reconfigurations-changed"
+    return response
+
+
+@page_requires(Permission.OPERATE_RUNS)
+@require_POST
+def autoscale(request, run_id: int):
+    context = {}
+    try:
+        run = autoscale_configure(run_id=run_id, body=autoscale_body(request.POST),
+                                  actor=request.user, trigger=Trigger.USER)
+    except ServiceError as error:
+        run, context["error"] = _run_or_404(run_id), error
+    context["run"] = run
+    return render(request, "pages/partials/autoscale.html", context)
+
+
+@page_requires(Permission.OPERATE_RUNS)
+@require_POST
+def stop(request, run_id: int):
+    try:
+        run_stop(run_id=run_id, actor=request.user, trigger=Trigger.USER,
+                 reason=request.POST.get("reason", "").strip())
+    except NotFound as error:
+        raise Http404(str(error)) from None
+    except ServiceError:
+        pass  # already stopping or stopped: the page shows the status as it is
+    return redirect("run-detail", run_id=run_id)
+
+
+@page_requires(Permission.OPERATE_RUNS)
+@require_POST
+def start(request, job_id: int):
+    version = request.POST.get("version", "").strip()
+    try:
+        run = run_start(job_id=job_id, version=int(version) if version.isdigit() else None,
+                        actor=request.user, trigger=Trigger.USER)
+    except NotFound as error:
+        raise Http404(str(error)) from None
+    except ServiceError as error:
+        job = job_selectors.job_get(job_id=job_id)
+        active = job_selectors.job_current_run(job=job)
+        if active is not None:
+            return redirect("run-detail", run_id=active.pk)
+        return render(request, "pages/error.html", {"error": error}, status=error.status)
+    return redirect("run-detail", run_id=run.pk)

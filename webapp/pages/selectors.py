@@ -1,0 +1,178 @@
+"""Reads the pages need beyond the API's: the run page's starting context, its chart series,
+and the per-operator limits that decide which scaling controls are offered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import F, OuterRef, Subquery, Sum
+from django.db.models.functions import Coalesce
+
+from webapp import engine_gateway
+from webapp.audit.models import AuditEntry
+from webapp.jobs.models import OperatorEpoch, Reconfiguration, Run
+from webapp.runs.selectors import reconfiguration_as_json
+
+SERIES_LIMIT = 3600  # an hour of 1-second epochs
+
+
+def dag_endpoints(document: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The sources (no inputs) and sinks (no outputs) of a document, in document order."""
+    targets = {e["to"] for e in document.get("edges", [])}
+    origins = {e["from"] for e in document.get("edges", [])}
+    ids = [o["id"] for o in document.get("operators", [])]
+    return [i for i in ids if i not in targets], [i for i in ids if i not in origins]
+
+
+def operator_limits(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per operator: the largest parallelism and, if pinned to 1, why; empty if unreadable."""
+    try:
+        return engine_gateway.dag_limits(document)
+    except Exception:  # noqa: BLE001 - an unplannable document still renders, without limits
+        return {}
+
+
+def run_page_config(*, run: Run, can_operate: bool) -> dict[str, Any]:
+    """What the run page's script starts from (the live numbers come over the websocket)."""
+    document = run.target_dag or run.version.dag
+    sources, sinks = dag_endpoints(document)
+    return {
+        "run": run.pk,
+        "job": run.job_id,
+        "status": run.status,
+        "dag": document,
+        "limits": operator_limits(document),
+        "sources": sources,
+        "sinks": sinks,
+        "can_operate": can_operate,
+        "ws": f"/ws/runs/{run.pk}/",
+        "series": f"/runs/{run.pk}/series.json",
+    }
+
+
+def run_series(*, run: Run, limit: int = SERIES_LIMIT) -> dict[str, list]:
+    """The charts' history, column-wise and oldest first: time, ingest and sink rates, latency."""
+    epochs = list(run.epochs.order_by("-epoch").values_list(
+        "epoch", "recorded_at", "latency_p50_ms", "latency_p99_ms")[:limit])[::-1]
+    if not epochs:
+        return {"epoch": [], "t": [], "in": [], "out": [], "p50": [], "p99": []}
+    sources, sinks = dag_endpoints(run.target_dag or run.version.dag)
+    first = epochs[0][0]
+    ingest = _rate_by_epoch(run, first, sources, "output_rate")
+    egress = _rate_by_epoch(run, first, sinks, "input_rate")
+    return {
+        "epoch": [e[0] for e in epochs],
+        "t": [round(e[1].timestamp(), 3) for e in epochs],
+        "in": [ingest.get(e[0]) for e in epochs],
+        "out": [egress.get(e[0]) for e in epochs],
+        "p50": [e[2] for e in epochs],
+        "p99": [e[3] for e in epochs],
+    }
+
+
+def _rate_by_epoch(run: Run, first: int, operators: list[str], field: str) -> dict[int, float]:
+    rows = (OperatorEpoch.objects.filter(run=run, epoch__gte=first, operator_id__in=operators)
+            .values("epoch").annotate(rate=Sum(field)).values_list("epoch", "rate"))
+    return {epoch: None if rate is None else round(rate, 1) for epoch, rate in rows}
+
+
+def preview_rows(preview: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The operators a preview touches (instances, predicted ETP or congestion change), changed
+    instances first, and how many others stay as they are."""
+    now = (preview.get("predicted") or {}).get("now") or {}
+    after = (preview.get("predicted") or {}).get("after") or {}
+    rows = []
+    for op, before in preview.get("parallelism_before", {}).items():
+        row = {
+            "operator": op, "before": before,
+            "after": preview.get("parallelism_after", {}).get(op, before),
+            "etp_now": (now.get("etp") or {}).get(op),
+            "etp_after": (after.get("etp") or {}).get(op),
+            "congested_now": op in (now.get("congested") or []),
+            "congested_after": op in (after.get("congested") or []),
+        }
+        row["changed"] = row["after"] != row["before"]
+        if row["changed"] or row["etp_now"] != row["etp_after"] or (
+                row["congested_now"] != row["congested_after"]) or row["congested_now"]:
+            rows.append(row)
+    rows.sort(key=lambda r: not r["changed"])
+    return rows, len(preview.get("parallelism_before", {})) - len(rows)
+
+
+def run_reconfigurations(*, run: Run, limit: int = 50) -> list[dict[str, Any]]:
+    """The run's reconfigurations, newest first, as the API shows them."""
+    found = run.reconfigurations.select_related("actor", "run").order_by("-requested_at", "-id")
+    return [reconfiguration_as_json(r) for r in found[:limit]]
+
+
+def reconfigurations_by_id(ids: set[int]) -> dict[int, Reconfiguration]:
+    return {r.pk: r for r in Reconfiguration.objects.filter(pk__in=ids)}
+
+
+# History: audit entries with the current state of the reconfiguration each one records.
+
+HISTORY_LIMIT = 500
+
+
+def history_entries(*, filters, limit: int = HISTORY_LIMIT) -> list:
+    """Audit entries newest first, each with `current_outcome` (a reconfiguration's status as it
+    is now, else the entry's outcome) and `reconfiguration` (the record, or None); the outcome
+    filter matches the current outcome."""
+    status = Reconfiguration.objects.filter(pk=OuterRef("reconfiguration_id_ref")).values("status")
+    entries = AuditEntry.objects.annotate(
+        current_outcome=Coalesce(Subquery(status[:1]), F("outcome")))
+    if filters.job_id is not None:
+        entries = entries.filter(job_id=filters.job_id)
+    if filters.actor:
+        entries = entries.filter(actor_name=filters.actor)
+    if filters.action:
+        entries = entries.filter(action__startswith=filters.action)
+    if filters.since is not None:
+        entries = entries.filter(at__gte=filters.since)
+    if filters.until is not None:
+        entries = entries.filter(at__lt=filters.until)
+    if filters.outcome:
+        entries = entries.filter(current_outcome=filters.outcome)
+    found = list(entries.order_by("-at", "-id")[:limit])
+    records = reconfigurations_by_id({e.reconfiguration_id_ref for e in found
+                                      if e.reconfiguration_id_ref is not None})
+    for entry in found:
+        entry.reconfiguration = records.get(entry.reconfiguration_id_ref)
+    return found
+
+
+def history_choices() -> dict[str, list[str]]:
+    """The values the history filters offer: actors and kinds that occur, known outcomes."""
+    actions = sorted(AuditEntry.objects.values_list("action", flat=True).distinct())
+    prefixes = sorted({a.split(".", 1)[0] + "." for a in actions})
+    return {
+        "actors": sorted(AuditEntry.objects.values_list("actor_name", flat=True).distinct()),
+        "kinds": sorted(set(actions) | set(prefixes)),
+        "outcomes": ["requested", "pending", "applied", "rejected", "failed", "done"],
+    }
+
+
+CSV_COLUMNS = ("at", "actor", "trigger", "action", "job", "run", "reconfiguration", "reason",
+               "outcome", "plan_changes", "applied_epoch", "control_latency_ms",
+               "throughput_before", "throughput_after", "p99_before_ms", "p99_after_ms")
+
+
+def history_csv_rows(entries) -> list[list[Any]]:
+    """One row per entry in CSV_COLUMNS order."""
+    rows = []
+    for e in entries:
+        r = e.reconfiguration
+        before, after = (r.before or {}, r.after or {}) if r else ({}, {})
+        changes = "; ".join(c.get("detail", "") for c in (e.plan_diff or {}).get("changes", []))
+        rows.append([
+            e.at.isoformat(), e.actor_name, e.trigger, e.action, e.job_name, e.run_id_ref or "",
+            e.reconfiguration_id_ref or "", e.reason, e.current_outcome, changes,
+            _blank(r and r.applied_epoch), _blank(r and r.control_latency_ms),
+            _blank(before.get("throughput_rows_per_s")), _blank(after.get("throughput_rows_per_s")),
+            _blank(before.get("latency_p99_ms")), _blank(after.get("latency_p99_ms")),
+        ])
+    return rows
+
+
+def _blank(value: Any) -> Any:
+    return "" if value is None else value

@@ -1,0 +1,60 @@
+"""Server-rendered pages. Each page has one template; htmx requests get its named partial."""
+
+from __future__ import annotations
+
+import json
+
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from webapp.accounts.access import page_requires
+from webapp.accounts.roles import Permission
+from webapp.errors import NotFound
+from webapp.jobs import selectors
+
+
+@require_GET
+def healthz(request):
+    return HttpResponse("ok", content_type="text/plain")
+
+
+@page_requires(Permission.READ)
+@require_GET
+def job_list(request):
+    jobs = [(job, selectors.job_current_run(job=job)) for job in selectors.job_list()]
+    return render(request, "pages/job_list.html", {"jobs": jobs, "nav": "jobs"})
+
+
+@page_requires(Permission.READ)
+@require_GET
+def job_detail(request, job_id: int):
+    try:
+        job = selectors.job_get(job_id=job_id)
+        number = _int_or_none(request.GET.get("version"))
+        version = selectors.job_version_get(job=job, number=number)
+    except NotFound as error:
+        raise Http404(str(error)) from None
+    context = {
+        "job": job,
+        "version": version,
+        "versions": job.versions.select_related("author").order_by("-number"),
+        "document": json.dumps(version.dag, indent=2),
+        "run": selectors.job_current_run(job=job),
+        "nav": "jobs",
+    }
+    return render(request, _page_or_partial(request, "job_detail", "version-panel"), context)
+
+
+def _page_or_partial(request, page: str, target: str) -> str:
+    """The whole page, or just its `target` fragment when htmx asks to swap that element."""
+    if request.headers.get("HX-Request") and request.headers.get("HX-Target") == target:
+        return f"pages/partials/{target}.html"
+    return f"pages/{page}.html"
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ReconfigurationsConfig(AppConfig):
+    name = "webapp.reconfigurations"
+    label = "reconfigurations"

@@ -1,0 +1,90 @@
+"""Measured figures around a reconfiguration: the rates the policies plan with, and throughput
+and latency over a window of epochs before and after it took effect."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Avg, Sum
+
+from webapp.jobs.models import OperatorEpoch, Run, RunEpoch
+
+WINDOW_EPOCHS = 5
+
+
+def measured_rates(*, run: Run, epochs: int = WINDOW_EPOCHS) -> dict[str, dict[str, float]]:
+    """Per-operator rates (the rates document of the what-if commands), averaged over the last
+    epochs: input, true processing (rows per busy second, all instances) and output."""
+    last = run.epochs.order_by("-epoch").values_list("epoch", flat=True)[:epochs]
+    rows = (OperatorEpoch.objects.filter(run=run, epoch__in=list(last))
+            .values("operator_id")
+            .annotate(i=Avg("input_rate"), p=Avg("processing_rate"), o=Avg("output_rate")))
+    sources = _sources(run.target_dag)
+    rates: dict[str, dict[str, float]] = {}
+    for row in rows:
+        entry = {"output_rate": row["o"] or 0.0}
+        if row["operator_id"] not in sources:
+            entry["input_rate"] = row["i"] or 0.0
+            entry["processing_rate"] = row["p"] or 0.0
+        rates[row["operator_id"]] = entry
+    return rates
+
+
+def window_before(*, run: Run) -> dict[str, Any]:
+    """Throughput and latency over the last epochs before now."""
+    last = list(run.epochs.order_by("-epoch").values_list("epoch", flat=True)[:WINDOW_EPOCHS])
+    return _summary(RunEpoch.objects.filter(run=run, epoch__in=last))
+
+
+def window_after(*, run_id: int, applied_epoch: int) -> dict[str, Any]:
+    """Throughput and latency over the epochs after the change took effect."""
+    return _summary(RunEpoch.objects.filter(
+        run_id=run_id, epoch__gt=applied_epoch, epoch__lte=applied_epoch + WINDOW_EPOCHS))
+
+
+def _summary(epochs) -> dict[str, Any]:
+    agg = epochs.aggregate(rows=Sum("rows_in"), ms=Sum("batch_duration_ms"),
+                           p50=Avg("latency_p50_ms"), p99=Avg("latency_p99_ms"),
+                           duration=Avg("batch_duration_ms"))
+    if not agg["ms"]:
+        return {}
+    return {
+        "epochs": epochs.count(),
+        "throughput_rows_per_s": round(agg["rows"] / (agg["ms"] / 1000.0), 1),
+        "latency_p50_ms": _round(agg["p50"]),
+        "latency_p99_ms": _round(agg["p99"]),
+        "batch_duration_ms": _round(agg["duration"]),
+    }
+
+
+def _round(value):
+    return None if value is None else round(value, 1)
+
+
+def _sources(document: dict[str, Any]) -> set[str]:
+    targets = {e["to"] for e in document.get("edges", [])}
+    return {o["id"] for o in document.get("operators", []) if o["id"] not in targets}
+
+
+def predicted_effect(*, run: Run, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """ETP and congestion now and as projected after the change: each operator's processing
+    and output rates scale with its parallelism (the Stela projection)."""
+    from webapp import engine_gateway
+
+    rates = measured_rates(run=run)
+    if not rates:
+        return {}
+    old = {o["id"]: o.get("parallelism", 1) for o in before["operators"]}
+    projected = {}
+    for op in after["operators"]:
+        entry = dict(rates.get(op["id"], {}))
+        factor = op.get("parallelism", 1) / old.get(op["id"], 1)
+        for name in ("processing_rate", "output_rate"):
+            if name in entry and op["id"] not in _sources(before):
+                entry[name] = entry[name] * (factor if name == "processing_rate" else 1.0)
+        projected[op["id"]] = entry
+    try:
+        return {"now": engine_gateway.rates_etp(before, rates),
+                "after": engine_gateway.rates_etp(after, projected)}
+    except Exception:  # noqa: BLE001 - a prediction is advisory; no rates means no prediction
+        return {}

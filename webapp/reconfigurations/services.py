@@ -1,0 +1,301 @@
+"""The reconfiguration workflow: validate a request against the run's plan, record it, deliver
+it to the driver, and complete it from the driver's acknowledgement.
+
+Every request is recorded before anything is sent (nothing is applied without its record), is
+idempotent by its `request_id`, and is serialized per run by a row lock on the run: each request
+builds on the plan the previous ones asked for, and the control channel delivers them in order.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from webapp import engine_gateway
+from webapp.audit.services import audit_record
+from webapp.errors import Conflict, NotFound, ServiceError
+from webapp.jobs.models import (
+    Reconfiguration,
+    ReconfigurationKind,
+    ReconfigurationStatus,
+    Run,
+    RunStatus,
+)
+from webapp.live.events import job_event_publish
+from webapp.reconfigurations import figures
+from webapp.reconfigurations.requests import ReconfigurationRequest, parse_request
+
+OPEN = (ReconfigurationStatus.REQUESTED, ReconfigurationStatus.PENDING)
+RECONFIGURABLE = (RunStatus.STARTING, RunStatus.RUNNING, RunStatus.RECOVERING)
+
+
+def reconfiguration_request(
+    *, run_id: int, body: Any, actor, trigger: str
+) -> tuple[Reconfiguration, bool]:
+    """Record and deliver a reconfiguration; returns it and whether it is new (a repeated
+    `request_id` returns the first one unchanged)."""
+    request = parse_request(body)
+    with transaction.atomic():
+        run = Run.objects.select_for_update().select_related("job").filter(pk=run_id).first()
+        if run is None:
+            raise NotFound(f"there is no run {run_id}")
+        existing = run.reconfigurations.filter(request_id=request.request_id).first()
+        if existing is not None:
+            return existing, False
+        if run.status not in RECONFIGURABLE:
+            raise Conflict(f"run {run.pk} is {run.status}: only a live run can be reconfigured")
+        after, commands = _plan(run, request)
+        reconfiguration = _record(run, request, after, commands, actor, trigger)
+        run.target_dag = after
+        run.save(update_fields=["target_dag"])
+    return reconfiguration, True
+
+
+def _plan(run: Run, request: ReconfigurationRequest) -> tuple[dict, list[dict[str, str]]]:
+    before = run.target_dag
+    kind = request.kind
+    if kind == ReconfigurationKind.REBALANCE:
+        assignment = engine_gateway.plan_check_rebalance(
+            before, operator=request.operator, assignment=request.assignment)
+        return before, engine_gateway.rebalance_command(
+            operator=request.operator, assignment=assignment, request_id=request.request_id)
+    after = _after(run, request)
+    return after, engine_gateway.commands_between(before, after, request_id=request.request_id)
+
+
+def _after(run: Run, request: ReconfigurationRequest) -> dict:
+    before, kind = run.target_dag, request.kind
+    if kind == ReconfigurationKind.RESCALE:
+        return engine_gateway.plan_rescale(
+            before, operator=request.operator, parallelism=request.parallelism)
+    if kind == ReconfigurationKind.LOGIC:
+        return engine_gateway.plan_logic(before, operator=request.operator, params=request.params)
+    if kind in (ReconfigurationKind.SCALE_OUT, ReconfigurationKind.SCALE_IN):
+        rates = figures.measured_rates(run=run)
+        plan = (engine_gateway.plan_scale_out_instances if kind == ReconfigurationKind.SCALE_OUT
+                else engine_gateway.plan_scale_in_by_instances)
+        return plan(before, rates=rates, instances=request.instances)
+    if kind == ReconfigurationKind.ROLLBACK:
+        return _rollback_target(run, request)
+    raise ServiceError(f"{kind} reconfigurations are not supported on this deployment")
+
+
+def _rollback_target(run: Run, request: ReconfigurationRequest) -> dict:
+    if request.to_reconfiguration is not None:
+        earlier = run.reconfigurations.filter(pk=request.to_reconfiguration).first()
+        if earlier is None:
+            raise NotFound(f"run {run.pk} has no reconfiguration {request.to_reconfiguration}")
+        if earlier.status != ReconfigurationStatus.APPLIED:
+            raise Conflict(f"reconfiguration {earlier.pk} is {earlier.status}: nothing to undo")
+        target = earlier.plan_before
+    else:
+        version = run.job.versions.filter(number=request.to_version).first()
+        if version is None:
+            raise NotFound(f"job {run.job_id} has no version {request.to_version}")
+        target = version.dag
+    _check_same_operators(run.target_dag, target)
+    if target == run.target_dag:
+        raise ServiceError("the run already has that plan: nothing to roll back")
+    return target
+
+
+def _check_same_operators(current: dict, target: dict) -> None:
+    def shape(doc):
+        return ({(o["id"], o["type"]) for o in doc["operators"]},
+                {(e["from"], e["to"]) for e in doc["edges"]})
+
+    if shape(current) != shape(target):
+        raise ServiceError("the target plan has other operators or edges: start a new run of "
+                           "that version instead")
+
+
+def _record(run, request, after, commands, actor, trigger) -> Reconfiguration:
+    operators = sorted({c["operator"] for c in commands if c.get("operator")})
+    diff = engine_gateway.plan_diff(run.target_dag, after) if after != run.target_dag else {
+        "kinds": ["workload"], "affected_operators": operators,
+        "changes": [{"kind": "workload", "operators": operators, "detail": "rebalance"}]}
+    reconfiguration = Reconfiguration.objects.create(
+        run=run, request_id=request.request_id, kind=request.kind, operators=operators,
+        request=request.as_json(), plan_before=run.target_dag, plan_after=after, plan_diff=diff,
+        actor=actor, reason=request.reason, trigger=trigger, commands=commands,
+        before=figures.window_before(run=run),
+    )
+    # Registered before any live event so that, once committed, the command reaches the driver
+    # first: the control latency should not wait for the browsers' updates.
+    transaction.on_commit(lambda: _deliver(reconfiguration.pk, run.pk, commands))
+    audit_record(
+        actor=actor, trigger=trigger, action=f"reconfiguration.{request.kind}", job=run.job,
+        run_id=run.pk, reconfiguration_id=reconfiguration.pk, reason=request.reason,
+        outcome=ReconfigurationStatus.REQUESTED, plan_diff=diff,
+        details={"request": request.as_json()},
+    )
+    _publish(reconfiguration)
+    return reconfiguration
+
+
+def _deliver(reconfiguration_id: int, run_id: int, commands: list[dict[str, str]]) -> None:
+    """Send the recorded commands; a delivery failure fails the record instead of hiding."""
+    try:
+        engine_gateway.control_send(run_id=run_id, messages=commands)
+    except Exception as error:  # noqa: BLE001 - any transport failure ends the same way
+        _settle(reconfiguration_id, ReconfigurationStatus.FAILED, f"could not deliver: {error}")
+        return
+    Reconfiguration.objects.filter(
+        pk=reconfiguration_id, status=ReconfigurationStatus.REQUESTED
+    ).update(status=ReconfigurationStatus.PENDING)
+
+
+def reconfiguration_acknowledge(*, run_id: int, ack: dict[str, Any]) -> Reconfiguration | None:
+    """Apply a driver's acknowledgement of one command; the record completes when every
+    command of it is acknowledged. A repeated acknowledgement changes nothing."""
+    request_id = str(ack.get("request_id", ""))
+    base = request_id.rsplit(".", 1)[0] if "." in request_id else request_id
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        reconfiguration = (
+            Reconfiguration.objects.select_for_update()
+            .filter(run_id=run_id, request_id__in={request_id, base}).first()
+        )
+        if run is None or reconfiguration is None:
+            return None
+        if any(a.get("request_id") == request_id for a in reconfiguration.acks):
+            return reconfiguration
+        reconfiguration.acks = [*reconfiguration.acks, _ack_record(ack)]
+        if ack.get("status") == "applied":
+            _note_applied(run, reconfiguration, request_id)
+        _complete_if_all_acked(reconfiguration)
+        reconfiguration.save()
+        if reconfiguration.status not in OPEN:
+            _audit_outcome(reconfiguration)
+        _publish(reconfiguration)
+    return reconfiguration
+
+
+def _note_applied(run: Run, reconfiguration: Reconfiguration, request_id: str) -> None:
+    """Keep the run's acknowledged parallelism true after an applied rescale."""
+    for command in reconfiguration.commands:
+        if command["request_id"] == request_id and command["kind"] == "rescale":
+            run.parallelism = {**run.parallelism, command["operator"]: int(command["parallelism"])}
+            run.save(update_fields=["parallelism"])
+
+
+def _ack_record(ack: dict[str, Any]) -> dict[str, Any]:
+    keep = ("request_id", "kind", "operator", "status", "reason", "applied_epoch",
+            "requested_at_ms", "picked_up_at_ms", "control_latency_ms", "state_bytes_moved")
+    return {k: ack.get(k) for k in keep}
+
+
+def _complete_if_all_acked(reconfiguration: Reconfiguration) -> None:
+    acks = reconfiguration.acks
+    if len(acks) < len(reconfiguration.commands):
+        return
+    rejected = [a for a in acks if a.get("status") != "applied"]
+    now = timezone.now()
+    if rejected:
+        reconfiguration.status = (ReconfigurationStatus.REJECTED if len(rejected) == len(acks)
+                                  else ReconfigurationStatus.FAILED)
+        reconfiguration.status_reason = "; ".join(
+            f"{a.get('operator')}: {a.get('reason')}" for a in rejected)
+        reconfiguration.finished_at = now
+        _restore_target(reconfiguration)
+        return
+    reconfiguration.status = ReconfigurationStatus.APPLIED
+    reconfiguration.applied_at = now
+    reconfiguration.applied_epoch = max(int(a["applied_epoch"]) for a in acks)
+    reconfiguration.control_latency_ms = max(float(a.get("control_latency_ms") or 0) for a in acks)
+    reconfiguration.state_bytes_moved = sum(int(a.get("state_bytes_moved") or 0) for a in acks)
+
+
+def _restore_target(reconfiguration: Reconfiguration) -> None:
+    """A refused change leaves the run's target as the driver really runs it."""
+    run = reconfiguration.run
+    later = run.reconfigurations.filter(pk__gt=reconfiguration.pk, status__in=OPEN).exists()
+    if not later:
+        run.target_dag = reconfiguration.plan_before
+        run.save(update_fields=["target_dag"])
+
+
+def _audit_outcome(reconfiguration: Reconfiguration) -> None:
+    """The trail records how each change ended, next to the entry of its request."""
+    audit_record(
+        actor=None, trigger="policy", action=f"reconfiguration.{reconfiguration.status}",
+        job=reconfiguration.run.job, run_id=reconfiguration.run_id,
+        reconfiguration_id=reconfiguration.pk, outcome=reconfiguration.status,
+        reason=reconfiguration.status_reason, plan_diff=reconfiguration.plan_diff,
+        details={"kind": reconfiguration.kind, "request_id": reconfiguration.request_id,
+                 "applied_epoch": reconfiguration.applied_epoch,
+                 "control_latency_ms": reconfiguration.control_latency_ms,
+                 "state_bytes_moved": reconfiguration.state_bytes_moved},
+    )
+
+
+def reconfigurations_abandon(*, run: Run, reason: str) -> int:
+    """Fail every open reconfiguration of a run that ended; none stays pending for ever."""
+    count = 0
+    for reconfiguration in run.reconfigurations.select_for_update().filter(status__in=OPEN):
+        _settle(reconfiguration.pk, ReconfigurationStatus.FAILED, reason)
+        count += 1
+    return count
+
+
+def _settle(reconfiguration_id: int, status: str, reason: str) -> None:
+    with transaction.atomic():
+        reconfiguration = Reconfiguration.objects.select_for_update().get(pk=reconfiguration_id)
+        if reconfiguration.status not in OPEN:
+            return
+        reconfiguration.status = status
+        reconfiguration.status_reason = reason
+        reconfiguration.finished_at = timezone.now()
+        reconfiguration.save(update_fields=["status", "status_reason", "finished_at"])
+        _restore_target(reconfiguration)
+        _audit_outcome(reconfiguration)
+        _publish(reconfiguration)
+
+
+def reconfigurations_finish_due(*, run_id: int, epoch: int) -> int:
+    """Fill in the after-figures of applied changes once enough epochs have passed."""
+    due = Reconfiguration.objects.filter(
+        run_id=run_id, status=ReconfigurationStatus.APPLIED, finished_at__isnull=True,
+        applied_epoch__lte=epoch - figures.WINDOW_EPOCHS,
+    )
+    for reconfiguration in due:
+        reconfiguration.after = figures.window_after(
+            run_id=run_id, applied_epoch=reconfiguration.applied_epoch)
+        reconfiguration.finished_at = timezone.now()
+        reconfiguration.save(update_fields=["after", "finished_at"])
+    return len(due)
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _publish(reconfiguration: Reconfiguration) -> None:
+    job_event_publish(
+        job_id=reconfiguration.run.job_id,
+        event={"type": "reconfiguration.status", "job": reconfiguration.run.job_id,
+               "run": reconfiguration.run_id, "reconfiguration": reconfiguration.pk,
+               "status": reconfiguration.status, "epoch": reconfiguration.applied_epoch},
+    )
+
+
+def reconfiguration_preview(*, run_id: int, body: Any) -> dict[str, Any]:
+    """What a request would change, without recording or sending anything: the plan diff, the
+    parallelism before and after, and the ETP predicted from the measured rates."""
+    request = parse_request(body)
+    run = Run.objects.select_related("job").filter(pk=run_id).first()
+    if run is None:
+        raise NotFound(f"there is no run {run_id}")
+    after, commands = _plan(run, request)
+    before = run.target_dag
+    return {
+        "kind": request.kind,
+        "commands": len(commands),
+        "plan_diff": engine_gateway.plan_diff(before, after) if after != before else {},
+        "parallelism_before": engine_gateway.dag_parallelism(before),
+        "parallelism_after": engine_gateway.dag_parallelism(after),
+        "predicted": figures.predicted_effect(run=run, before=before, after=after),
+    }

@@ -1,0 +1,127 @@
+"""Reads on runs: status, parallelism, metrics, and the snapshot a live page starts from."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from webapp.errors import NotFound
+from webapp.jobs.models import OperatorEpoch, Reconfiguration, Run, RunEpoch
+
+
+def run_get(*, run_id: int) -> Run:
+    run = Run.objects.select_related("job", "version").filter(pk=run_id).first()
+    if run is None:
+        raise NotFound(f"there is no run {run_id}")
+    return run
+
+
+def run_as_json(run: Run) -> dict[str, Any]:
+    latest = run.epochs.order_by("-epoch").first()
+    return {
+        "id": run.pk,
+        "job": run.job_id,
+        "version": run.version.number,
+        "status": run.status,
+        "epoch": run.current_epoch,
+        "parallelism": run.parallelism,
+        "spark_master": run.spark_master,
+        "restarts": run.restarts,
+        "failure_reason": run.failure_reason or None,
+        "started_at": _iso(run.started_at),
+        "stopped_at": _iso(run.stopped_at),
+        "autoscale": {"mode": run.autoscale_mode, "proposal": run.autoscale_proposal or None},
+        "metrics": {} if latest is None else epoch_as_json(latest, _operators(run, latest.epoch)),
+    }
+
+
+def run_metrics(*, run: Run, since_epoch: int, limit: int = 500) -> list[dict[str, Any]]:
+    """Per-epoch, per-operator metrics from `since_epoch` on, oldest first."""
+    epochs = list(run.epochs.filter(epoch__gte=since_epoch).order_by("epoch")[:limit])
+    if not epochs:
+        return []
+    by_epoch: dict[int, list[OperatorEpoch]] = {}
+    for row in OperatorEpoch.objects.filter(
+        run=run, epoch__gte=epochs[0].epoch, epoch__lte=epochs[-1].epoch
+    ):
+        by_epoch.setdefault(row.epoch, []).append(row)
+    return [epoch_as_json(e, by_epoch.get(e.epoch, [])) for e in epochs]
+
+
+def epoch_as_json(epoch: RunEpoch, operators: list[OperatorEpoch]) -> dict[str, Any]:
+    return {
+        "epoch": epoch.epoch,
+        "at": epoch.recorded_at.isoformat(),
+        "batch_duration_ms": epoch.batch_duration_ms,
+        "backlog_rows": epoch.backlog_rows,
+        "latency_ms": {"p50": epoch.latency_p50_ms, "p99": epoch.latency_p99_ms,
+                       "max": epoch.latency_max_ms},
+        "operators": {
+            o.operator_id: {
+                "instances": o.instances, "rows_in": o.rows_in, "rows_out": o.rows_out,
+                "busy_ms": o.busy_ms, "input_rate": o.input_rate,
+                "processing_rate": o.processing_rate, "output_rate": o.output_rate,
+                "congested": o.congested, "etp": o.etp,
+            }
+            for o in operators
+        },
+    }
+
+
+def reconfiguration_get(*, reconfiguration_id: int) -> Reconfiguration:
+    found = Reconfiguration.objects.select_related("run", "actor").filter(
+        pk=reconfiguration_id).first()
+    if found is None:
+        raise NotFound(f"there is no reconfiguration {reconfiguration_id}")
+    return found
+
+
+def reconfiguration_as_json(r: Reconfiguration) -> dict[str, Any]:
+    return {
+        "id": r.pk,
+        "run": r.run_id,
+        "request_id": r.request_id,
+        "kind": r.kind,
+        "operators": r.operators,
+        "status": r.status,
+        "status_reason": r.status_reason or None,
+        "reason": r.reason,
+        "trigger": r.trigger,
+        "actor": r.actor.username if r.actor else None,
+        "applied_epoch": r.applied_epoch,
+        "requested_at": _iso(r.requested_at),
+        "applied_at": _iso(r.applied_at),
+        "finished_at": _iso(r.finished_at),
+        "control_latency_ms": r.control_latency_ms,
+        "state_bytes_moved": r.state_bytes_moved,
+        "plan_diff": r.plan_diff,
+        "acks": r.acks,
+        "before": r.before,
+        "after": r.after,
+    }
+
+
+def run_snapshot(*, run_id: int, epochs: int = 30) -> dict[str, Any]:
+    """What a live page starts from: the run, its recent epochs in the compact live form
+    (`[epoch, metrics]` pairs, as `run.epoch` events carry them) and its reconfigurations."""
+    from webapp.runs.live import live_metrics
+
+    run = run_get(run_id=run_id)
+    recent = list(run.epochs.order_by("-epoch")[:epochs])
+    since = recent[-1].epoch if recent else 0
+    return {
+        "type": "snapshot",
+        "run": run_as_json(run),
+        "epochs": [[e["epoch"], live_metrics(e, at=datetime.fromisoformat(e["at"]).timestamp())]
+                   for e in run_metrics(run=run, since_epoch=since, limit=epochs)],
+        "reconfigurations": [reconfiguration_as_json(r)
+                             for r in run.reconfigurations.select_related("actor")[:50]],
+    }
+
+
+def _operators(run: Run, epoch: int) -> list[OperatorEpoch]:
+    return list(OperatorEpoch.objects.filter(run=run, epoch=epoch))
+
+
+def _iso(value) -> str | None:
+    return None if value is None else value.isoformat()

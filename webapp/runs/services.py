@@ -1,0 +1,132 @@
+"""Writes on runs: start, stop, and the status changes reported by drivers and the watcher.
+
+The web process never talks to Spark: starting a run enqueues a Celery task that launches a
+driver process for it; stopping sends a stop command through the run's control channel.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from webapp import engine_gateway
+from webapp.audit.services import audit_record
+from webapp.errors import Conflict, NotFound, ServiceError
+from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, Run, RunStatus
+from webapp.jobs.selectors import job_version_get
+from webapp.live.events import job_event_publish
+
+FINAL_STATUSES = (RunStatus.STOPPED, RunStatus.FAILED)
+
+
+def run_dir(run_id: int) -> Path:
+    """Where a run keeps its checkpoint, state and driver log."""
+    return Path(settings.VAR_DIR) / "runs" / str(run_id)
+
+
+def run_start(*, job_id: int, version: int | None, actor, trigger: str) -> Run:
+    """Record a run of a version (the latest by default) and enqueue its launch."""
+    from webapp.runs.tasks import run_launch
+
+    with transaction.atomic():
+        job = Job.objects.select_for_update().filter(pk=job_id).first()
+        if job is None:
+            raise NotFound(f"there is no job {job_id}")
+        if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+            raise ServiceError("version must be a version number")
+        job_version = job_version_get(job=job, number=version)
+        active = job.runs.filter(status__in=ACTIVE_RUN_STATUSES).first()
+        if active is not None:
+            raise Conflict(f"run {active.pk} of this job is {active.status}: stop it first")
+        run = Run.objects.create(
+            job=job, version=job_version, status=RunStatus.STARTING,
+            spark_master=settings.SPARK_MASTER, checkpoint_location="", started_by=actor,
+            parallelism=engine_gateway.dag_parallelism(job_version.dag),
+            target_dag=job_version.dag,
+        )
+        run.checkpoint_location = str(run_dir(run.pk) / "checkpoint")
+        run.save(update_fields=["checkpoint_location"])
+        audit_record(
+            actor=actor, trigger=trigger, action="run.started", job=job, run_id=run.pk,
+            outcome="requested", details={"version": job_version.number},
+        )
+        _publish_status(run)
+        run_launch.delay_on_commit(run.pk)
+    return run
+
+
+def run_stop(*, run_id: int, actor, trigger: str, reason: str = "") -> Run:
+    """Ask a run to stop after its current epoch; the checkpoint stays consistent."""
+    with transaction.atomic():
+        run = _locked(run_id)
+        if run.status in FINAL_STATUSES:
+            raise Conflict(f"run {run.pk} is already {run.status}")
+        if run.status != RunStatus.STOPPING:
+            run.status = RunStatus.STOPPING
+            run.save(update_fields=["status"])
+            audit_record(
+                actor=actor, trigger=trigger, action="run.stopped", job=run.job, run_id=run.pk,
+                reason=reason, outcome="requested",
+            )
+            _publish_status(run)
+            transaction.on_commit(lambda: engine_gateway.control_stop(run_id=run.pk))
+    return run
+
+
+def run_status_set(
+    *, run_id: int, status: str, detail: str = "", epoch: int | None = None
+) -> Run:
+    """Record a status a driver or the watcher observed. A stopping run only ends, and a
+    final status is never left."""
+    with transaction.atomic():
+        run = _locked(run_id)
+        if run.status in FINAL_STATUSES or run.status == status:
+            return run
+        if run.status == RunStatus.STOPPING and status not in FINAL_STATUSES:
+            return run
+        run.status = status
+        fields = ["status"]
+        if status == RunStatus.RUNNING and run.started_at is None:
+            run.started_at = timezone.now()
+            fields.append("started_at")
+        if status in FINAL_STATUSES:
+            run.stopped_at = timezone.now()
+            run.failure_reason = detail if status == RunStatus.FAILED else ""
+            fields += ["stopped_at", "failure_reason"]
+        if epoch is not None:
+            run.current_epoch = epoch
+            fields.append("current_epoch")
+        run.save(update_fields=fields)
+        if status in FINAL_STATUSES or status == RunStatus.RECOVERING:
+            audit_record(
+                actor=None, trigger="policy", action=f"run.{status}", job=run.job,
+                run_id=run.pk, outcome=status, reason=detail[:2000],
+            )
+        if status in FINAL_STATUSES:
+            from webapp.reconfigurations.services import reconfigurations_abandon
+
+            reconfigurations_abandon(run=run, reason=f"the run {status} before it took effect")
+        _publish_status(run)
+    return run
+
+
+def run_driver_recorded(*, run_id: int, pid: int, host: str) -> None:
+    Run.objects.filter(pk=run_id).update(driver_pid=pid, driver_host=host)
+
+
+def _locked(run_id: int) -> Run:
+    run = Run.objects.select_for_update().select_related("job").filter(pk=run_id).first()
+    if run is None:
+        raise NotFound(f"there is no run {run_id}")
+    return run
+
+
+def _publish_status(run: Run) -> None:
+    job_event_publish(
+        job_id=run.job_id,
+        event={"type": "run.status", "job": run.job_id, "run": run.pk, "status": run.status,
+               "epoch": run.current_epoch},
+    )

@@ -1,0 +1,135 @@
+"""Driver supervision: launch a run's driver, notice within seconds when it dies, restart it
+from its checkpoint a bounded number of times, then fail the run with the cause."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from webapp.config import BASE_DIR, database_url_of
+from webapp.jobs.models import ACTIVE_RUN_STATUSES, Run, RunStatus
+from webapp.runs.process import driver_alive, driver_signal, driver_spawn, log_tail
+from webapp.runs.services import run_dir, run_driver_recorded, run_status_set
+
+MAX_RESTARTS = 5
+# Crashes further apart than this are not a crash loop: the restart budget starts again.
+RESTART_WINDOW_S = 600.0
+STOP_GRACE_S = 60.0
+
+
+def run_launch(*, run_id: int) -> str:
+    """Start the driver of a starting or recovering run; a no-op if it is alive or finished."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.status not in (RunStatus.STARTING, RunStatus.RECOVERING):
+            return "nothing to launch"
+        if driver_alive(run.driver_pid, run.pk):
+            return f"driver {run.driver_pid} is alive"
+        pid = driver_spawn(
+            run_id=run.pk, log_path=run_dir(run.pk) / "driver.log",
+            cwd=BASE_DIR, env=_driver_env(),
+        )
+        run_driver_recorded(run_id=run.pk, pid=pid, host=socket.gethostname())
+        Run.objects.filter(pk=run.pk).update(driver_launched_at=timezone.now())
+    return f"driver {pid} started"
+
+
+def runs_watch() -> list[str]:
+    """One supervision pass over the active runs on this host."""
+    actions = []
+    for run in Run.objects.filter(status__in=ACTIVE_RUN_STATUSES, driver_host=socket.gethostname()):
+        action = _watch(run)
+        if action:
+            actions.append(f"run {run.pk}: {action}")
+    return actions
+
+
+def _watch(run: Run) -> str | None:
+    alive = driver_alive(run.driver_pid, run.pk)
+    if run.status == RunStatus.STOPPING:
+        return _watch_stopping(run, alive)
+    if alive:
+        return None
+    since_launch = _seconds_since(run.driver_launched_at)
+    if since_launch > RESTART_WINDOW_S and run.restarts:
+        run.restarts = 0
+    elif since_launch < _backoff_s(run.restarts):
+        return None  # a driver that dies at once is retried after 1, 2, 4, 8... seconds
+    if run.restarts >= MAX_RESTARTS:
+        cause = log_tail(run_dir(run.pk) / "driver.log") or "the driver exited"
+        run_status_set(run_id=run.pk, status=RunStatus.FAILED,
+                       detail=f"the driver died {run.restarts + 1} times; last output:\n{cause}")
+        return "failed"
+    Run.objects.filter(pk=run.pk).update(restarts=run.restarts + 1, driver_pid=None)
+    run_status_set(run_id=run.pk, status=RunStatus.RECOVERING,
+                   detail=f"driver {run.driver_pid} died; restarting from the checkpoint")
+    return run_launch(run_id=run.pk)
+
+
+def _backoff_s(restarts: int) -> float:
+    return min(30.0, 2.0 ** restarts) if restarts else 0.0
+
+
+def _seconds_since(moment) -> float:
+    return float("inf") if moment is None else (timezone.now() - moment).total_seconds()
+
+
+def drivers_suspend(*, grace_s: float) -> list[str]:
+    """SIGTERM this host's drivers so they stop their queries cleanly, keeping their runs
+    active; SIGKILL any still alive after `grace_s`. Used when the product shuts down."""
+    runs = list(Run.objects.filter(status__in=ACTIVE_RUN_STATUSES,
+                                   driver_host=socket.gethostname()))
+    signalled = [run for run in runs
+                 if driver_signal(run.driver_pid, run.pk, whole_group=False)]
+    deadline = time.monotonic() + grace_s
+    lines = []
+    for run in signalled:
+        while driver_alive(run.driver_pid, run.pk) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if driver_alive(run.driver_pid, run.pk):
+            driver_signal(run.driver_pid, run.pk, signal.SIGKILL)
+            lines.append(f"run {run.pk}: driver {run.driver_pid} killed after {grace_s:.0f} s")
+        else:
+            lines.append(f"run {run.pk}: driver {run.driver_pid} suspended")
+    return lines
+
+
+def _watch_stopping(run: Run, alive: bool) -> str | None:
+    if not alive:
+        run_status_set(run_id=run.pk, status=RunStatus.STOPPED)
+        return "stopped"
+    stopping_since = _stopping_since(run)
+    if stopping_since > STOP_GRACE_S * 1.5:
+        driver_signal(run.driver_pid, run.pk, signal.SIGKILL)
+        return "killed after the grace period"
+    if stopping_since > STOP_GRACE_S:
+        driver_signal(run.driver_pid, run.pk, whole_group=False)
+        return "terminated after the grace period"
+    return None
+
+
+def _stopping_since(run: Run) -> float:
+    from webapp.audit.models import AuditEntry
+
+    entry = (AuditEntry.objects.filter(run_id_ref=run.pk, action="run.stopped")
+             .order_by("-at").first())
+    return (timezone.now() - entry.at).total_seconds() if entry else 0.0
+
+
+def _driver_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url_of(settings.DATABASES["default"]),
+        REDIS_URL=settings.REDIS_URL,
+        SPARK_MASTER=settings.SPARK_MASTER,
+        DJANGO_SETTINGS_MODULE="webapp.settings",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+

@@ -1,0 +1,144 @@
+"""Django settings. All outside configuration comes from `webapp.config.load_config`."""
+
+from __future__ import annotations
+
+import sys
+
+from webapp.config import BASE_DIR, ConfigError, load_config, parse_database_url
+
+try:
+    CONFIG = load_config()
+except ConfigError as error:
+    sys.stderr.write(f"streamscale: configuration error: {error}\n")
+    raise SystemExit(2) from None
+
+
+def _service_urls() -> tuple[str, str]:
+    """The configured URLs, or those of the embedded servers under var/ (started on demand)."""
+    database_url, redis_url = CONFIG.database_url, CONFIG.redis_url
+    if database_url is None or redis_url is None:
+        from webapp import embedded
+
+        if database_url is None:
+            database_url = embedded.ensure_postgres(var_dir=CONFIG.var_dir)
+        if redis_url is None:
+            redis_url = embedded.ensure_redis(var_dir=CONFIG.var_dir)
+    return database_url, redis_url
+
+
+DATABASE_URL, REDIS_URL = _service_urls()
+SPARK_MASTER = CONFIG.spark_master
+VAR_DIR = CONFIG.var_dir
+AUDIT_RETENTION_DAYS = CONFIG.audit_retention_days
+
+SECRET_KEY = CONFIG.secret_key
+DEBUG = CONFIG.debug
+ALLOWED_HOSTS = list(CONFIG.allowed_hosts)
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "webapp.accounts",
+    "webapp.jobs",
+    "webapp.audit",
+    "webapp.live",
+    "webapp.runs",
+    "webapp.reconfigurations",
+    "webapp.autoscaling",
+    "webapp.pages",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "webapp.accounts.middleware.BearerTokenMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "webapp.urls"
+ASGI_APPLICATION = "webapp.asgi.application"
+AUTH_USER_MODEL = "accounts.User"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "job-list"
+LOGOUT_REDIRECT_URL = "login"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "webapp.accounts.context_processors.role",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": parse_database_url(DATABASE_URL)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "prefix": "streamscale"},
+    }
+}
+
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_RESULT_EXPIRES = 3600
+CELERY_BEAT_SCHEDULE = {
+    "audit-prune-daily": {"task": "webapp.audit.tasks.audit_prune", "schedule": 24 * 3600.0},
+    # Drivers that die are noticed within this period and restarted from their checkpoints.
+    "runs-watch": {"task": "webapp.runs.tasks.runs_watch", "schedule": 2.0,
+                   "options": {"expires": 2.0}},
+    "autoscale-evaluate": {"task": "webapp.autoscaling.tasks.autoscale_evaluate",
+                           "schedule": 10.0, "options": {"expires": 10.0}},
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+     "OPTIONS": {"min_length": 8}},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # the pages' scripts send it back as X-CSRFToken
+CSRF_FAILURE_VIEW = "webapp.api.http.csrf_failure"
+X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": "INFO"},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

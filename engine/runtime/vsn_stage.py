@@ -24,7 +24,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from engine.runtime.dedupe import TIME_US as DEDUPE_TIME
 from engine.runtime.dedupe import DedupeSpec
 from engine.runtime.state import StoreSpec
-from engine.runtime.vsn_worker import INSTANCE, REPORT, EpochTask, run_instance
+from engine.runtime.vsn_worker import REPORT, EpochTask, run_instance
 from engine.runtime.window_merge import KG, TIME_US
 from engine.runtime.window_spec import WINDOW_END, WINDOW_START, WindowSpec
 
@@ -52,25 +52,16 @@ def instance_column(owners: tuple[int, ...]) -> Column:
 
 
 def stage_input(spec: WindowSpec, df: DataFrame, key_groups: int) -> DataFrame:
-    """Rows reduced to what the instances need: kg, keys, window start (one row per window
-    a row falls in), aggregate inputs and event time, all in micros. The window end is
-    always start + window length, so the instances derive it instead of receiving it."""
-    window = F.window(
-        F.col(spec.time), f"{spec.window_us} microseconds", f"{spec.slide_us} microseconds"
-    )
+    """Rows reduced to what the instances need: kg, keys, aggregate inputs and event time
+    in micros. Rows without an event time belong to no window and are dropped, as Spark's
+    ``window`` drops them; the instances assign the windows (``assign_windows``), so a row
+    crosses the shuffle and the Python boundary once, not once per window it falls in."""
     inputs = sorted({p.column for p in spec.partials if p.column is not None})
-    return df.select(
+    return df.where(F.col(spec.time).isNotNull()).select(
         key_group_column(spec.keys, key_groups).alias(KG),
         *[F.col(k) for k in spec.keys],
-        window.alias("__w"),
         *[F.col(c) for c in inputs if c not in spec.keys],
         F.unix_micros(F.col(spec.time)).alias(TIME_US),
-    ).select(
-        KG,
-        *spec.keys,
-        F.unix_micros(F.col("__w.start")).alias(WINDOW_START),
-        *[c for c in inputs if c not in spec.keys],
-        TIME_US,
     )
 
 
@@ -122,10 +113,9 @@ def run_window_stage(
         owners,
         to_arrow_schema(struct, timezone=df.sparkSession.conf.get("spark.sql.session.timeZone")),
     )
-    routed = rows.withColumn(INSTANCE, instance_column(owners)).repartitionById(
-        parallelism, F.col(INSTANCE)
-    )
-    collected = routed.drop(INSTANCE).mapInArrow(partial(run_instance, task), struct).toArrow()
+    # The instance is computed by the shuffle itself, so it does not travel with the rows.
+    routed = rows.repartitionById(parallelism, instance_column(owners))
+    collected = routed.mapInArrow(partial(run_instance, task), struct).toArrow()
     is_report = pc.is_valid(collected[REPORT])
     reports = [json.loads(r) for r in collected.filter(is_report)[REPORT].to_pylist()]
     emitted = collected.filter(pc.invert(is_report)).drop_columns([REPORT])
@@ -153,10 +143,8 @@ def run_dedupe_stage(
     timezone = df.sparkSession.conf.get("spark.sql.session.timeZone")
     arrow_schema = to_arrow_schema(struct, timezone=timezone)
     task = EpochTask(spec, store, epoch, watermark_us, owners, arrow_schema)
-    routed = rows.withColumn(INSTANCE, instance_column(owners)).repartitionById(
-        parallelism, F.col(INSTANCE)
-    )
-    collected = routed.drop(INSTANCE).mapInArrow(partial(run_instance, task), struct).toArrow()
+    routed = rows.repartitionById(parallelism, instance_column(owners))
+    collected = routed.mapInArrow(partial(run_instance, task), struct).toArrow()
     is_report = pc.is_valid(collected[REPORT])
     reports = [json.loads(r) for r in collected.filter(is_report)[REPORT].to_pylist()]
     return StageResult(

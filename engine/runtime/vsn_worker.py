@@ -31,17 +31,12 @@ from engine.runtime.window_merge import (
 )
 from engine.runtime.window_spec import MAX_EVENT, ROWS, WindowSpec
 
-INSTANCE = "__inst"
 REPORT = "__report"
 
 
 @dataclass(frozen=True)
 class EpochTask:
-    """Everything an instance needs for one epoch; pickled into the Spark closure.
-
-    ``raw_input``: rows arrive unaggregated and partials are computed here; otherwise
-    Spark already sent partials (with row counts and max event time).
-    """
+    """Everything an instance needs for one epoch; pickled into the Spark closure."""
 
     spec: WindowSpec | DedupeSpec
     store: StoreSpec
@@ -49,7 +44,6 @@ class EpochTask:
     watermark_us: int | None
     owners: tuple[int, ...]
     output_schema: pa.Schema
-    raw_input: bool = True
 
 
 @dataclass
@@ -133,8 +127,8 @@ def _partials(task: EpochTask, table: pa.Table | None, report: InstanceReport) -
     if table is None or table.num_rows == 0:
         return None
     assert isinstance(task.spec, WindowSpec)
-    partials = partials_from_rows(task.spec, table) if task.raw_input else table
-    report.rows_in = int(pc.sum(partials[ROWS]).as_py() or 0)
+    partials = partials_from_rows(task.spec, table)
+    report.rows_in = table.num_rows  # rows, not rows times the sliding windows they fall in
     report.max_event_us = pc.max(partials[MAX_EVENT]).as_py()
     partials = drop_late(partials, task.watermark_us)
     report.partials_in = partials.num_rows

@@ -24,10 +24,36 @@ def partial_columns(spec: WindowSpec) -> list[str]:
     return [KG, *spec.group_columns, *[p.name for p in spec.partials]]
 
 
+def assign_windows(spec: WindowSpec, rows: pa.Table) -> pa.Table:
+    """Each row once per window it falls in, with the window's start (micros), as Spark's
+    ``window`` assigns them: the latest start is ``t - floormod(t, slide)``, earlier ones
+    step back by the slide while the window still holds ``t``."""
+    times = rows[TIME_US].to_numpy()
+    latest = times - np.mod(times, spec.slide_us)
+    overlapping = -(-spec.window_us // spec.slide_us)
+    if overlapping == 1:
+        return rows.append_column(WINDOW_START, pa.array(latest, pa.int64()))
+    parts = []
+    for i in range(overlapping):
+        starts = latest - i * spec.slide_us
+        holds = times < starts + spec.window_us
+        if i == 0 or holds.all():
+            parts.append(rows.append_column(WINDOW_START, pa.array(starts, pa.int64())))
+        elif holds.any():
+            chosen = pa.array(np.flatnonzero(holds))
+            parts.append(
+                rows.take(chosen).append_column(
+                    WINDOW_START, pa.array(starts[holds], pa.int64())
+                )
+            )
+    return pa.concat_tables(parts)
+
+
 def partials_from_rows(spec: WindowSpec, rows: pa.Table) -> pa.Table:
-    """Partials of raw rows (kg, keys, window start, inputs, event time in micros), plus
-    the row count and max event time of each group; the window end (start + length) is
-    added after grouping, so it need not travel with every row."""
+    """Partials of raw rows (kg, keys, inputs, event time in micros): one row per key group,
+    key and window, with the row count and max event time of each; window bounds are
+    assigned here, so they need not travel with every row."""
+    rows = assign_windows(spec, rows)
     aggregations: list[tuple[object, str]] = []
     names: list[str] = []
     for partial in spec.partials:

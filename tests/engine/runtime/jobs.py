@@ -24,8 +24,10 @@ def window_job(
     parallelism: int = 2,
     condition: str = "event_type = 'view'",
     key_groups: int = 32,
+    slide_s: int | None = None,
 ) -> dict[str, Any]:
-    """generator -> filter -> window_aggregate -> sink."""
+    """generator -> filter -> window_aggregate (tumbling, or sliding by ``slide_s``) -> sink."""
+    slide = {} if slide_s is None else {"slide": f"{slide_s} seconds"}
     return {
         "name": "runtime-test",
         "key_groups": key_groups,
@@ -46,6 +48,7 @@ def window_job(
                     "window": f"{WINDOW_S} seconds",
                     "watermark": f"{WATERMARK_S} seconds",
                     "aggregates": AGGREGATES,
+                    **slide,
                 },
             },
             {"id": "out", **sink},
@@ -59,7 +62,11 @@ def window_job(
 
 
 def expected_windows(
-    spark: SparkSession, start_ms: int, last_epoch: int, conditions: list[tuple[int, str]]
+    spark: SparkSession,
+    start_ms: int,
+    last_epoch: int,
+    conditions: list[tuple[int, str]],
+    slide_s: int | None = None,
 ) -> dict[tuple[int, int], tuple]:
     """Windows a run stopped after ``last_epoch`` has emitted, keyed (campaign, start us).
 
@@ -82,7 +89,10 @@ def expected_windows(
     max_us = before_last.agg(F.max(F.unix_micros("event_time"))).collect()[0][0]
     cutoff = max_us - WATERMARK_S * 1_000_000
     grouped = (
-        kept.groupBy("campaign_id", F.window("event_time", f"{WINDOW_S} seconds"))
+        kept.groupBy(
+            "campaign_id",
+            F.window("event_time", f"{WINDOW_S} seconds", f"{slide_s or WINDOW_S} seconds"),
+        )
         .agg(
             F.count(F.lit(1)).alias("views"),
             F.sum("user_id").alias("users"),

@@ -154,3 +154,16 @@ def test_logic_change_takes_effect_at_an_epoch_boundary(spark, tmp_path) -> None
     assert metrics["operators"]["counts"]["instances"] == 3
     assert len(metrics["operators"]["counts"]["busy_ms"]) == 3
     clear_memory_sink(sink)
+
+
+def test_sliding_windows_match_spark_through_a_rescale(spark, tmp_path) -> None:
+    # A 4 s window sliding by 3 s: some rows fall in one window, some in two.
+    job, sink = _memory_job(parallelism=2, slide_s=3)
+    run, _, recorder = _start(spark, tmp_path, job, last=9)
+    _wait_epoch(run, 3)
+    up = request_reconfiguration(run.channel, kind="rescale", operator="counts", parallelism=5)
+    assert run.wait(180) == "stopped"
+    assert next(a for a in recorder.acks if a["request_id"] == up)["status"] == "applied"
+    expected = expected_windows(spark, run.start_ms, 9, [(0, "event_type = 'view'")], slide_s=3)
+    assert expected and actual_windows(memory_sink_rows(sink)) == expected
+    clear_memory_sink(sink)

@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from engine.runtime.state.memory import MemoryStateStore
 from engine.runtime.vsn_worker import EpochTask, InstanceReport, process_instance
-from engine.runtime.window_merge import KG, TIME_US
+from engine.runtime.window_merge import KG, TIME_US, assign_windows
 from engine.runtime.window_spec import parse_window_spec
 
 S = 1_000_000
@@ -36,13 +36,10 @@ SCHEMA = pa.schema(
 
 def _rows(events: list[tuple[int, int, int]]) -> pa.Table:
     """(key, event time in seconds, value) -> the raw rows Spark sends an instance."""
-    starts = [t // 10 * 10 * S for _, t, _ in events]
     return pa.table(
         {
             KG: pa.array([k % 4 for k, _, _ in events], pa.int32()),
             "k": pa.array([k for k, _, _ in events], pa.int64()),
-            "window_start": pa.array(starts, pa.int64()),
-            "window_end": pa.array([s + 10 * S for s in starts], pa.int64()),
             "v": pa.array([v for _, _, v in events], pa.int64()),
             TIME_US: pa.array([t * S for _, t, _ in events], pa.int64()),
         }
@@ -104,3 +101,29 @@ def test_rows_of_already_emitted_windows_are_dropped_as_late() -> None:
     assert _epoch(store, 1, 10, [])[0] == {(1, 0): (1, 5, 5.0)}
     emitted, report = _epoch(store, 2, 10, [(1, 2, 100), (1, 15, 1)])
     assert emitted == {} and report.rows_in == 2 and report.partials_in == 1
+
+
+def test_windows_are_assigned_as_spark_assigns_them() -> None:
+    # Every window [start, start + length) with start a multiple of the slide that holds t,
+    # negative times included (floor, not truncation).
+    spec = parse_window_spec(
+        "agg",
+        {"key": ["k"], "time": "t", "window": "5 seconds", "slide": "2 seconds",
+         "aggregates": {"n": "count(*)"}},
+    )
+    times = [-7 * S, -1, 0, 1, 3 * S + 5, 4 * S, 9 * S - 1, 10 * S]
+    rows = pa.table({TIME_US: pa.array(times, pa.int64()), "k": pa.array(range(len(times)))})
+    assigned = assign_windows(spec, rows)
+    got = sorted(zip(assigned["k"].to_pylist(), assigned["window_start"].to_pylist(), strict=True))
+    want = sorted(
+        (k, start)
+        for k, t in enumerate(times)
+        for start in range((t // (2 * S) - 3) * 2 * S, t + 1, 2 * S)
+        if start <= t < start + 5 * S
+    )
+    assert got == want
+    tumbling = parse_window_spec(
+        "agg", {"key": ["k"], "time": "t", "window": "10 seconds", "aggregates": {"n": "count(*)"}}
+    )
+    starts = assign_windows(tumbling, rows)["window_start"].to_pylist()
+    assert starts == [t // (10 * S) * 10 * S for t in times]

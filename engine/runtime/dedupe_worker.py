@@ -15,6 +15,7 @@ from engine.runtime.dedupe import (
     split_group,
 )
 from engine.runtime.state import StateStore
+from engine.runtime.state.base import GroupState
 from engine.runtime.window_merge import slices_by_group
 
 
@@ -39,11 +40,18 @@ def process_dedupe_instance(
         by_group = slices_by_group(table)
         report.kg_rows = {kg: rows.num_rows for kg, rows in by_group.items()}
     owned = {kg for kg, owner in enumerate(task.owners) if owner == report.instance}
-    outputs = []
-    for kg in sorted(set(by_group) | (store.groups(spec.operator) & owned)):
-        emitted = _update_group(task, spec, report, store, kg, by_group.get(kg), columns)
+    touched = sorted(set(by_group) | (store.groups(spec.operator) & owned))
+    stored = store.read_groups(spec.operator, touched)
+    outputs: list[pa.Table] = []
+    changes: dict[int, pa.Table | None] = {}
+    for kg in touched:
+        emitted = _update_group(
+            task, spec, report, stored.get(kg), changes, kg, by_group.get(kg), columns
+        )
         if emitted is not None and emitted.num_rows:
             outputs.append(emitted)
+    report.bytes_written += store.write_groups(spec.operator, task.epoch, changes)
+    report.groups_written += sum(1 for table in changes.values() if table is not None)
     if not outputs:
         return None
     result = pa.concat_tables(outputs)
@@ -54,13 +62,14 @@ def process_dedupe_instance(
 def _update_group(
     task,
     spec: DedupeSpec,
-    report,
-    store: StateStore,  # type: ignore[no-untyped-def]
+    report,  # type: ignore[no-untyped-def]
+    group: GroupState | None,
+    changes: dict[int, pa.Table | None],
     kg: int,
     rows: pa.Table | None,
     columns: list[str],
 ) -> pa.Table | None:
-    group = store.read_group(spec.operator, kg)
+    """The group's emitted rows; its new state (or None to delete it) goes in ``changes``."""
     if group is not None and group.epoch >= task.epoch:
         report.groups_replayed += 1
         return split_group(spec, group.table, columns)[1]
@@ -77,14 +86,11 @@ def _update_group(
     output = kept.select(columns) if kept is not None else None
     if now_seen is None and (output is None or output.num_rows == 0):
         if group is not None:
-            store.delete_group(spec.operator, kg)
+            changes[kg] = None
         return None
     if output is None:
         output = pa.Table.from_batches([], schema=_schema(task, columns))
-    report.bytes_written += store.write_group(
-        spec.operator, kg, task.epoch, group_table(now_seen, output)
-    )
-    report.groups_written += 1
+    changes[kg] = group_table(now_seen, output)
     return output
 
 

@@ -47,17 +47,20 @@ def key_group_column(keys: tuple[str, ...], key_groups: int) -> Column:
 
 
 def instance_column(owners: tuple[int, ...]) -> Column:
-    """``owners[kg]`` as a literal array lookup (the assignment of this epoch)."""
-    return F.element_at(F.array(*[F.lit(o) for o in owners]), F.col(KG) + 1).cast("int")
+    """``owners[kg]`` as a literal array lookup (the assignment of this epoch), built from
+    one SQL string: a ``lit`` per key group would cost a JVM round trip each, per epoch."""
+    array = ", ".join(str(int(o)) for o in owners)
+    return F.expr(f"CAST(element_at(array({array}), {KG} + 1) AS INT)")
 
 
 def stage_input(spec: WindowSpec, df: DataFrame, key_groups: int) -> DataFrame:
     """Rows reduced to what the instances need: kg, keys, aggregate inputs and event time
-    in micros. Rows without an event time belong to no window and are dropped, as Spark's
-    ``window`` drops them; the instances assign the windows (``assign_windows``), so a row
-    crosses the shuffle and the Python boundary once, not once per window it falls in."""
+    in micros. The instances assign the windows (``assign_windows``, which also drops rows
+    without an event time, as Spark's ``window`` does), so a row crosses the shuffle and the
+    Python boundary once, not once per window it falls in. One projection: each DataFrame
+    step costs the driver an analysis of the whole plan, every epoch."""
     inputs = sorted({p.column for p in spec.partials if p.column is not None})
-    return df.where(F.col(spec.time).isNotNull()).select(
+    return df.select(
         key_group_column(spec.keys, key_groups).alias(KG),
         *[F.col(k) for k in spec.keys],
         *[F.col(c) for c in inputs if c not in spec.keys],

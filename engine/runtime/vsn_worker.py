@@ -92,9 +92,10 @@ def process_instance(
     partials = _partials(task, table, report)
     owned = {kg for kg, owner in enumerate(task.owners) if owner == report.instance}
     touched = set(report.kg_rows) | (store.groups(op) & owned)
+    stored = store.read_groups(op, touched)
     states, previous, outputs = [], {}, []
     for kg in sorted(touched):
-        group = store.read_group(op, kg)
+        group = stored.get(kg)
         if group is not None and group.epoch >= task.epoch:
             report.groups_replayed += 1  # already applied: re-emit what it emitted then
             outputs.append(stored_rows(group.table, emitted=True))
@@ -108,11 +109,9 @@ def process_instance(
     state = pa.concat_tables(states) if states else None
     merged = merge_partials(task.spec, state, partials)
     if merged is not None:
-        outputs.append(_write_groups(task, report, store, merged, previous, partials))
+        outputs.append(_write_groups(task, report, store, merged, previous))
     else:
-        for kg, existed in previous.items():
-            if existed:
-                store.delete_group(op, kg)
+        store.write_groups(op, task.epoch, {kg: None for kg, had in previous.items() if had})
     outputs = [o for o in outputs if o.num_rows]
     if not outputs:
         return None
@@ -145,22 +144,24 @@ def _write_groups(
     store: StateStore,
     merged: pa.Table,
     previous: dict[int, bool],
-    partials: pa.Table | None,
 ) -> pa.Table:
+    """Writes every changed key group of the instance in one store call; returns the
+    closed windows (emitted this epoch)."""
     closed, still_open = split_closed(merged, task.watermark_us)
     closed_by_kg, open_by_kg = slices_by_group(closed), slices_by_group(still_open)
     with_input = set(report.kg_rows)
+    changes: dict[int, pa.Table | None] = {}
     for kg, existed in previous.items():
         closed_kg, open_kg = closed_by_kg.get(kg), open_by_kg.get(kg)
         if closed_kg is None and open_kg is None:
             if existed:
-                store.delete_group(task.spec.operator, kg)
+                changes[kg] = None
             continue
         if closed_kg is None and kg not in with_input:
             continue  # nothing changed: the stored state stays as it is
-        table = stored_table(_drop_kg(open_kg), _drop_kg(closed_kg))
-        report.bytes_written += store.write_group(task.spec.operator, kg, task.epoch, table)
-        report.groups_written += 1
+        changes[kg] = stored_table(_drop_kg(open_kg), _drop_kg(closed_kg))
+    report.bytes_written += store.write_groups(task.spec.operator, task.epoch, changes)
+    report.groups_written += sum(1 for table in changes.values() if table is not None)
     return _drop_kg(closed) if closed.num_rows else closed.drop_columns([KG])
 
 

@@ -27,7 +27,10 @@ def partial_columns(spec: WindowSpec) -> list[str]:
 def assign_windows(spec: WindowSpec, rows: pa.Table) -> pa.Table:
     """Each row once per window it falls in, with the window's start (micros), as Spark's
     ``window`` assigns them: the latest start is ``t - floormod(t, slide)``, earlier ones
-    step back by the slide while the window still holds ``t``."""
+    step back by the slide while the window still holds ``t``. Rows without an event time
+    fall in no window."""
+    if rows[TIME_US].null_count:
+        rows = rows.filter(pc.is_valid(rows[TIME_US]))
     times = rows[TIME_US].to_numpy()
     latest = times - np.mod(times, spec.slide_us)
     overlapping = -(-spec.window_us // spec.slide_us)

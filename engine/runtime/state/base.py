@@ -8,6 +8,7 @@ produced it. The table also carries the rows that epoch emitted (flag column
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -50,6 +51,30 @@ class StateStore(ABC):
     @abstractmethod
     def delete_group(self, operator: str, key_group: int) -> None:
         """Forgets a group whose state became empty."""
+
+    def read_groups(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupState]:
+        """The groups among ``key_groups`` that hold state (stores override this to read
+        them in one round trip)."""
+        found = {}
+        for kg in key_groups:
+            group = self.read_group(operator, kg)
+            if group is not None:
+                found[kg] = group
+        return found
+
+    def write_groups(
+        self, operator: str, epoch: int, changes: Mapping[int, pa.Table | None]
+    ) -> int:
+        """One instance's changes of one epoch: a table replaces its group as
+        ``write_group`` does, None deletes the group. Stores override this to apply them
+        in one transaction or round trip. Returns the bytes written."""
+        written = 0
+        for kg, table in changes.items():
+            if table is None:
+                self.delete_group(operator, kg)
+            else:
+                written += self.write_group(operator, kg, epoch, table)
+        return written
 
     @abstractmethod
     def groups(self, operator: str) -> set[int]:

@@ -6,6 +6,7 @@ atomic step, so a replayed epoch never applies twice even across machines.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -48,6 +49,38 @@ class RedisStateStore(StateStore):
         done = self._write(keys=keys, args=[epoch, data, key_group])
         return len(data) if done else 0
 
+    def read_groups(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupState]:
+        """The groups among ``key_groups`` that hold state, in one round trip."""
+        wanted = sorted(set(key_groups))
+        pipe = self._redis.pipeline(transaction=False)
+        for kg in wanted:
+            pipe.hget(self._key(operator, kg), "data")
+        found: list[Any] = pipe.execute() if wanted else []
+        return {
+            kg: table_from_bytes(data)
+            for kg, data in zip(wanted, found, strict=True)
+            if data is not None
+        }
+
+    def write_groups(
+        self, operator: str, epoch: int, changes: Mapping[int, pa.Table | None]
+    ) -> int:
+        """Every change in one round trip; each write stays an atomic compare-and-set."""
+        pipe = self._redis.pipeline(transaction=False)
+        sizes = []
+        for kg, table in changes.items():
+            if table is None:
+                pipe.delete(self._key(operator, kg))
+                pipe.srem(self._groups_key(operator), kg)
+                continue
+            data = table_to_bytes(table, epoch)
+            keys = [self._key(operator, kg), self._groups_key(operator)]
+            self._write(keys=keys, args=[epoch, data, kg], client=pipe)
+            sizes.append(len(data))
+        replies = pipe.execute() if changes else []
+        done = [r for r, (kg, t) in zip(replies, _reply_owners(changes), strict=True) if t]
+        return sum(size for size, applied in zip(sizes, done, strict=True) if applied)
+
     def delete_group(self, operator: str, key_group: int) -> None:
         """Deletes the hash and its set entry in one transaction."""
         pipe = self._redis.pipeline()
@@ -64,3 +97,11 @@ class RedisStateStore(StateStore):
         """Deletes every key of the namespace (only ours: scanned by prefix)."""
         for key in self._redis.scan_iter(match=f"{self._ns}:*", count=1000):
             self._redis.delete(key)
+
+
+def _reply_owners(changes: Mapping[int, pa.Table | None]) -> list[tuple[int, bool]]:
+    """(kg, is_write) per pipeline reply: a delete queues two commands, a write one."""
+    owners = []
+    for kg, table in changes.items():
+        owners += [(kg, False), (kg, False)] if table is None else [(kg, True)]
+    return owners

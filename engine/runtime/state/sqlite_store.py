@@ -4,14 +4,17 @@
 Shared by every Spark Python worker on the machine without a server. Each write is one
 transaction that replaces a key group's Arrow table only if it carries a newer epoch, so a
 replayed epoch is skipped atomically. WAL lets readers go on while one instance commits;
-writers wait for each other briefly (each commit is one row). Compared with one file per
-key group, a write costs a WAL append instead of creating and renaming a file.
+writers wait for each other briefly (an instance commits its key groups of an epoch in one
+transaction). Compared with one file per key group, a write costs a WAL append instead of
+creating and renaming a file; 64 KiB pages keep a group's blob in few overflow pages.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import time
+from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 
@@ -33,6 +36,30 @@ ON CONFLICT (operator, key_group) DO UPDATE SET epoch = excluded.epoch, data = e
 WHERE excluded.epoch > key_group_state.epoch
 """
 
+_DELETE = "DELETE FROM key_group_state WHERE operator = ? AND key_group = ?"
+_BUSY_S = 60.0
+
+
+def _set_up(connection: sqlite3.Connection) -> None:
+    """WAL mode, 64 KiB pages and the table, on a file other workers may be setting up
+    or writing at the same moment: a journal-mode change is refused at once ("database is
+    locked", without waiting for the busy timeout) while another connection holds a lock,
+    so it is retried; once the file is in WAL mode nothing here needs a lock."""
+    deadline = time.monotonic() + _BUSY_S
+    while True:
+        try:
+            if connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                connection.execute("PRAGMA page_size=65536")  # a new file only
+                connection.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a process killed at any point loses nothing committed.
+            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.execute(_SCHEMA)
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
 
 class SqliteStateStore(StateStore):
     """Key groups as rows of ``<root>/<namespace>.sqlite``."""
@@ -46,11 +73,8 @@ class SqliteStateStore(StateStore):
         # A connection must not cross a fork (Spark forks its Python workers).
         if self._connection is None or self._pid != os.getpid():
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            connection = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-            connection.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode: a process killed at any point loses nothing committed.
-            connection.execute("PRAGMA synchronous=NORMAL")
-            connection.execute(_SCHEMA)
+            connection = sqlite3.connect(self.path, timeout=_BUSY_S, isolation_level=None)
+            _set_up(connection)
             self._connection, self._pid = connection, os.getpid()
         return self._connection
 
@@ -62,18 +86,49 @@ class SqliteStateStore(StateStore):
         ).fetchone()
         return None if row is None else table_from_bytes(row[0])
 
+    def read_groups(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupState]:
+        """The groups among ``key_groups`` that hold state, in one query."""
+        wanted = sorted(set(key_groups))
+        if not wanted:
+            return {}
+        marks = ",".join("?" * len(wanted))
+        rows = self._db().execute(
+            "SELECT key_group, data FROM key_group_state"
+            f" WHERE operator = ? AND key_group IN ({marks})",
+            (operator, *wanted),
+        )
+        return {int(kg): table_from_bytes(data) for kg, data in rows}
+
     def write_group(self, operator: str, key_group: int, epoch: int, table: pa.Table) -> int:
         """Replaces the group in one transaction unless it holds ``epoch`` or later."""
-        data = table_to_bytes(table, epoch)
-        cursor = self._db().execute(_WRITE, (operator, key_group, epoch, data))
-        return len(data) if cursor.rowcount else 0
+        return self.write_groups(operator, epoch, {key_group: table})
+
+    def write_groups(
+        self, operator: str, epoch: int, changes: Mapping[int, pa.Table | None]
+    ) -> int:
+        """Every change in one transaction: all of them are applied, or none."""
+        encoded = {
+            kg: None if table is None else table_to_bytes(table, epoch)
+            for kg, table in changes.items()
+        }
+        db = self._db()
+        written = 0
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for kg, data in encoded.items():
+                if data is None:
+                    db.execute(_DELETE, (operator, kg))
+                elif db.execute(_WRITE, (operator, kg, epoch, data)).rowcount:
+                    written += len(data)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return written
 
     def delete_group(self, operator: str, key_group: int) -> None:
         """Removes the group's row if present."""
-        self._db().execute(
-            "DELETE FROM key_group_state WHERE operator = ? AND key_group = ?",
-            (operator, key_group),
-        )
+        self._db().execute(_DELETE, (operator, key_group))
 
     def groups(self, operator: str) -> set[int]:
         """Key groups of ``operator`` that hold state."""

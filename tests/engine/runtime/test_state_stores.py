@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import uuid
 
 import pyarrow as pa
@@ -44,3 +45,49 @@ def test_groups_are_listed_per_operator_and_deleted(store) -> None:  # type: ign
     store.delete_group("a", 7)
     assert store.groups("a") == {1}
     assert store.read_group("a", 7) is None
+
+
+def test_an_epochs_changes_apply_together_and_skip_what_a_replay_already_wrote(store) -> None:  # type: ignore[no-untyped-def]
+    store.write_group("op", 1, 3, _table([1]))
+    store.write_group("op", 2, 5, _table([2]))  # written by epoch 5 already
+    store.write_group("op", 4, 3, _table([4]))
+    written = store.write_groups(
+        "op", 5, {1: _table([10, 11]), 2: _table([99]), 3: _table([30]), 4: None}
+    )
+    assert written > 0
+    found = store.read_groups("op", [1, 2, 3, 4, 5])
+    assert sorted(found) == [1, 2, 3]
+    assert found[1].epoch == 5 and found[1].table["k"].to_pylist() == [10, 11]
+    assert found[2].table["k"].to_pylist() == [2]  # the replayed write was skipped
+    assert found[3].table["k"].to_pylist() == [30]
+    assert store.groups("op") == {1, 2, 3}
+    assert store.write_groups("op", 5, {1: _table([0])}) == 0  # the whole epoch again
+    assert store.read_groups("op", []) == {}
+
+
+def _open_and_write(location: str, namespace: str, worker: int, barrier) -> None:  # type: ignore[no-untyped-def]
+    store = open_store(StoreSpec("sqlite", location, namespace))
+    big = _table(list(range(6000)))  # a transaction long enough for others to collide with
+    barrier.wait()
+    store.groups("op")  # opens the file: the first one sets it up
+    store.write_groups("op", 1, {worker * 100 + kg: big for kg in range(32)})
+
+
+def test_workers_setting_up_one_sqlite_file_at_once_all_get_through(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Spark starts the Python workers of a stage together: each opens the run's file, and
+    # the first ones find it new (switching it to WAL) while others already write.
+    context = multiprocessing.get_context("fork")
+    for round_ in range(8):
+        namespace = f"race-{round_}"
+        barrier = context.Barrier(4)
+        workers = [
+            context.Process(target=_open_and_write, args=(str(tmp_path), namespace, w, barrier))
+            for w in range(4)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(60)
+        assert [w.exitcode for w in workers] == [0] * 4, f"round {round_}"
+        store = open_store(StoreSpec("sqlite", str(tmp_path), namespace))
+        assert len(store.groups("op")) == 4 * 32

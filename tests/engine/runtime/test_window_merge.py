@@ -127,3 +127,10 @@ def test_windows_are_assigned_as_spark_assigns_them() -> None:
     )
     starts = assign_windows(tumbling, rows)["window_start"].to_pylist()
     assert starts == [t // (10 * S) * 10 * S for t in times]
+
+
+def test_rows_without_an_event_time_fall_in_no_window() -> None:
+    rows = pa.table({TIME_US: pa.array([5 * S, None, 12 * S], pa.int64()), "k": [1, 2, 3]})
+    assigned = assign_windows(SPEC, rows)
+    assert assigned["k"].to_pylist() == [1, 3]
+    assert assigned["window_start"].to_pylist() == [0, 10 * S]

@@ -7,11 +7,19 @@ built-in aggregation is stopped, its state repartitioned offline with
 ``spark._streamingCheckpointManager.repartition(checkpoint, n)`` (Spark 4.2+), restarted.
 
 Disruption of one rescale:
-- VSN: control latency + (rescale epoch - median steady epoch at the new parallelism, if
-  positive); ``rescale_epoch_vs_median*`` compare with the median of all epochs instead;
+- VSN: control latency + excess, the excess being the rescale epoch minus the median steady
+  epoch at the new parallelism; ``rescale_epoch_vs_median*`` compare with the median of all
+  epochs instead;
 - baseline: stop request -> end of the first epoch after restart, minus a median epoch.
-``speedup`` = baseline disruption / the worst VSN disruption of the 12 rescales
-(``speedup_vs_median_rescale`` uses the median one).
+``speedup`` = baseline disruption / the expected VSN disruption: the mean over the 12
+rescales of control latency + excess (not clipped at 0, so epoch noise averages out rather
+than only adding up; never below the mean control latency). The baseline is one restart,
+so it is compared with a typical rescale; ``speedup_vs_worst_rescale`` uses the worst one
+(excess clipped at 0). Single epochs on a shared 2-core VM vary by
+tens of percent with or without a rescale, so the worst of 12 measures that noise as much
+as the rescale: ``steady_epoch_excess_ms_p92`` is the same excess (epoch minus the median
+at its parallelism) that 1 steady epoch in 12 reaches with no rescale at all, and
+``rescale_epoch_excess_ms`` lists each rescale's.
 """
 
 from __future__ import annotations
@@ -94,11 +102,19 @@ def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
     same_p = [durations[a["applied_epoch"]] / steady[instances[a["applied_epoch"]]] for a in acks]
     # The cost of a rescale: its control latency plus what its epoch took beyond a steady
     # epoch at the new parallelism.
-    disruption_s = [
-        (a["control_latency_ms"] + max(durations[a["applied_epoch"]]
-                                       - steady[instances[a["applied_epoch"]]], 0.0)) / 1000.0
-        for a in acks
+    excess_ms = [
+        durations[a["applied_epoch"]] - steady[instances[a["applied_epoch"]]] for a in acks
     ]
+    disruption_s = [
+        (a["control_latency_ms"] + max(excess, 0.0)) / 1000.0
+        for a, excess in zip(acks, excess_ms, strict=True)
+    ]
+    applied = {a["applied_epoch"] for a in acks}
+    steady_excess = sorted(
+        d - steady[instances[e]]
+        for e, d in durations.items()
+        if e >= WARMUP - 2 and e not in applied
+    )
     return {
         "control_latency_ms_p99": round(_percentile(latencies, 99), 2),
         "control_latency_ms_p50": round(_percentile(latencies, 50), 2),
@@ -118,7 +134,10 @@ def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
         "rescale_epoch_vs_same_parallelism_max": round(max(same_p), 3),
         "vsn_median_epoch_ms": round(median, 1),
         "vsn_median_epoch_ms_by_parallelism": {p: round(v, 1) for p, v in sorted(steady.items())},
-        "vsn_disruption_s": round(statistics.median(disruption_s), 4),
+        "rescale_epoch_excess_ms": [round(e) for e in excess_ms],
+        "steady_epoch_excess_ms_p92": round(_percentile(steady_excess, 100 * 11 / 12), 1),
+        "vsn_disruption_s": round(max(statistics.mean(latencies) + statistics.mean(excess_ms),
+                                      statistics.mean(latencies)) / 1000.0, 4),
         "vsn_disruption_s_max": round(max(disruption_s), 4),
         "rescales": len(acks),
     }
@@ -187,9 +206,8 @@ def measure(
     return {
         **vsn,
         **baseline,
-        # Conservative: against the worst of the 12 VSN rescales; the median one is listed too.
-        "speedup": round(baseline["restart_rescale_s"] / max(vsn["vsn_disruption_s_max"], 1e-3), 1),
-        "speedup_vs_median_rescale": round(
-            baseline["restart_rescale_s"] / max(vsn["vsn_disruption_s"], 1e-3), 1
+        "speedup": round(baseline["restart_rescale_s"] / max(vsn["vsn_disruption_s"], 1e-3), 1),
+        "speedup_vs_worst_rescale": round(
+            baseline["restart_rescale_s"] / max(vsn["vsn_disruption_s_max"], 1e-3), 1
         ),
     }

@@ -8,6 +8,7 @@ report row.
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from collections.abc import Iterator
@@ -62,9 +63,25 @@ class InstanceReport:
     kg_rows: dict[int, int] = field(default_factory=dict)
 
 
+_settled = False
+
+
+def _settle_worker() -> None:
+    """Once per Python worker: freeze what is alive now (pyspark, pyarrow, numpy and this
+    package). Spark runs a full ``gc.collect()`` in the worker after every task; with the
+    modules frozen out of it that costs well under 1 ms instead of ~50 ms, which an epoch pays
+    per instance beyond the first on each core."""
+    global _settled
+    if not _settled:
+        gc.freeze()
+        _settled = True
+
+
 def run_instance(task: EpochTask, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: merge this instance's key groups, yield emitted rows and a report."""
     from pyspark import TaskContext
+
+    _settle_worker()
 
     received = list(batches)
     started = time.perf_counter()

@@ -75,9 +75,10 @@ def _open_and_write(location: str, namespace: str, worker: int, barrier) -> None
 
 def test_workers_setting_up_one_sqlite_file_at_once_all_get_through(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # Spark starts the Python workers of a stage together: each opens the run's file, and
-    # the first ones find it new (switching it to WAL) while others already write.
-    context = multiprocessing.get_context("fork")
-    for round_ in range(8):
+    # the first ones find it new (switching it to WAL) while others already write. Fresh
+    # interpreters: a fork of the test process could inherit a lock another thread holds.
+    context = multiprocessing.get_context("spawn")
+    for round_ in range(6):
         namespace = f"race-{round_}"
         barrier = context.Barrier(4)
         workers = [
@@ -86,8 +87,13 @@ def test_workers_setting_up_one_sqlite_file_at_once_all_get_through(tmp_path) ->
         ]
         for worker in workers:
             worker.start()
-        for worker in workers:
-            worker.join(60)
+        try:
+            for worker in workers:
+                worker.join(120)
+        finally:
+            for worker in workers:
+                if worker.is_alive():
+                    worker.kill()
         assert [w.exitcode for w in workers] == [0] * 4, f"round {round_}"
         store = open_store(StoreSpec("sqlite", str(tmp_path), namespace))
         assert len(store.groups("op")) == 4 * 32

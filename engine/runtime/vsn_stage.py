@@ -116,12 +116,7 @@ def run_window_stage(
         owners,
         to_arrow_schema(struct, timezone=df.sparkSession.conf.get("spark.sql.session.timeZone")),
     )
-    # The instance is computed by the shuffle itself, so it does not travel with the rows.
-    routed = rows.repartitionById(parallelism, instance_column(owners))
-    collected = routed.mapInArrow(partial(run_instance, task), struct).toArrow()
-    is_report = pc.is_valid(collected[REPORT])
-    reports = [json.loads(r) for r in collected.filter(is_report)[REPORT].to_pylist()]
-    emitted = collected.filter(pc.invert(is_report)).drop_columns([REPORT])
+    emitted, reports = _run_instances(rows, task, struct, parallelism)
     return StageResult(rows=_with_timestamps(emitted), reports=reports)
 
 
@@ -146,13 +141,21 @@ def run_dedupe_stage(
     timezone = df.sparkSession.conf.get("spark.sql.session.timeZone")
     arrow_schema = to_arrow_schema(struct, timezone=timezone)
     task = EpochTask(spec, store, epoch, watermark_us, owners, arrow_schema)
-    routed = rows.repartitionById(parallelism, instance_column(owners))
+    emitted, reports = _run_instances(rows, task, struct, parallelism)
+    return StageResult(rows=emitted, reports=reports)
+
+
+def _run_instances(
+    rows: DataFrame, task: EpochTask, struct: T.StructType, parallelism: int
+) -> tuple[pa.Table, list[dict[str, Any]]]:
+    """Routes the rows to their instances and collects what the instances emitted and
+    reported. The instance is computed by the shuffle itself (``owners[kg]``), so it does
+    not travel with the rows."""
+    routed = rows.repartitionById(parallelism, instance_column(task.owners))
     collected = routed.mapInArrow(partial(run_instance, task), struct).toArrow()
     is_report = pc.is_valid(collected[REPORT])
     reports = [json.loads(r) for r in collected.filter(is_report)[REPORT].to_pylist()]
-    return StageResult(
-        rows=collected.filter(pc.invert(is_report)).drop_columns([REPORT]), reports=reports
-    )
+    return collected.filter(pc.invert(is_report)).drop_columns([REPORT]), reports
 
 
 def _with_timestamps(table: pa.Table) -> pa.Table:

@@ -66,20 +66,19 @@ class RedisStateStore(StateStore):
         self, operator: str, epoch: int, changes: Mapping[int, pa.Table | None]
     ) -> int:
         """Every change in one round trip; each write stays an atomic compare-and-set."""
+        writes = {
+            kg: table_to_bytes(table, epoch) for kg, table in changes.items() if table is not None
+        }
         pipe = self._redis.pipeline(transaction=False)
-        sizes = []
-        for kg, table in changes.items():
-            if table is None:
-                pipe.delete(self._key(operator, kg))
-                pipe.srem(self._groups_key(operator), kg)
-                continue
-            data = table_to_bytes(table, epoch)
+        for kg, data in writes.items():  # queued first: their replies come first
             keys = [self._key(operator, kg), self._groups_key(operator)]
             self._write(keys=keys, args=[epoch, data, kg], client=pipe)
-            sizes.append(len(data))
+        for kg in (kg for kg, table in changes.items() if table is None):
+            pipe.delete(self._key(operator, kg))
+            pipe.srem(self._groups_key(operator), kg)
         replies = pipe.execute() if changes else []
-        done = [r for r, (kg, t) in zip(replies, _reply_owners(changes), strict=True) if t]
-        return sum(size for size, applied in zip(sizes, done, strict=True) if applied)
+        applied = replies[: len(writes)]
+        return sum(len(data) for data, done in zip(writes.values(), applied, strict=True) if done)
 
     def delete_group(self, operator: str, key_group: int) -> None:
         """Deletes the hash and its set entry in one transaction."""
@@ -98,10 +97,3 @@ class RedisStateStore(StateStore):
         for key in self._redis.scan_iter(match=f"{self._ns}:*", count=1000):
             self._redis.delete(key)
 
-
-def _reply_owners(changes: Mapping[int, pa.Table | None]) -> list[tuple[int, bool]]:
-    """(kg, is_write) per pipeline reply: a delete queues two commands, a write one."""
-    owners = []
-    for kg, table in changes.items():
-        owners += [(kg, False), (kg, False)] if table is None else [(kg, True)]
-    return owners

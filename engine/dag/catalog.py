@@ -160,7 +160,8 @@ _OPERATORS = (
         inputs=2,
         key_param="key",
         doc="Windowed stream-stream inner join of exactly two inputs on equal keys, "
-        "with event times at most `within` apart.",
+        "with event times at most `within` apart. The first edge into it is the left input; "
+        "rows carry the left columns, then the right columns the left does not have.",
     ),
     OperatorType(
         "dedupe", "operator", "keyed", "at_most_one",

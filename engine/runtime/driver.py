@@ -14,6 +14,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from engine.ports import MetricsPublisher, ReconfigurationRecorder
 from engine.runtime.control import ControlChannel, MemoryControlChannel
 from engine.runtime.dedupe import parse_dedupe_spec
 from engine.runtime.epoch_log import EpochLog
+from engine.runtime.join import parse_join_spec
 from engine.runtime.listener import ControlListener, Rejection
 from engine.runtime.logic_check import logic_checker
 from engine.runtime.metrics import epoch_metrics
@@ -38,6 +40,13 @@ from engine.runtime.streams import job_stream
 from engine.runtime.window_spec import parse_window_spec
 
 STOP_MARK = "streamscale-stop-requested"
+
+# Keyed operators with a watermark, and how to read their params.
+_WATERMARKED: dict[str, Callable[[str, Mapping[str, Any]], Any]] = {
+    "window_aggregate": parse_window_spec,
+    "dedupe": parse_dedupe_spec,
+    "join": parse_join_spec,
+}
 
 
 @dataclass(frozen=True)
@@ -235,9 +244,9 @@ class JobRun:
         advanced: dict[str, int | None] = {}
         seen = (outcome or {}).get("max_event_us", {})
         for op in self.graph.operators:
-            if op.type not in ("window_aggregate", "dedupe"):
+            parse = _WATERMARKED.get(op.type)
+            if parse is None:
                 continue
-            parse = parse_window_spec if op.type == "window_aggregate" else parse_dedupe_spec
             delay = parse(op.id, config[op.id].params).watermark_us
             current = watermarks.get(op.id)
             candidate = None if seen.get(op.id) is None else seen[op.id] - delay
@@ -284,14 +293,25 @@ def _outcome(result: EpochResult, key_groups: int) -> dict[str, Any]:
     max_event: dict[str, int | None] = {}
     kg_rows: dict[str, list[int]] = {}
     for op_id, reports in result.stage_reports.items():
-        events = [r["max_event_us"] for r in reports if r.get("max_event_us") is not None]
-        max_event[op_id] = max(events) if events else None
+        max_event[op_id] = _max_event(reports)
         loads = [0] * key_groups
         for report in reports:
             for kg, rows in (report.get("kg_rows") or {}).items():
                 loads[int(kg)] += rows
         kg_rows[op_id] = loads
     return {"max_event_us": max_event, "kg_rows": kg_rows}
+
+
+def _max_event(reports: list[dict[str, Any]]) -> int | None:
+    """The epoch's latest event time of a stage, which its watermark follows. A join
+    takes the earlier of its two sides' latest times, so rows of the slower side are not
+    made late by the faster one (Spark's default ``min`` policy for several inputs)."""
+    sides = [r["max_event_sides"] for r in reports if r.get("max_event_sides")]
+    if sides:
+        latest = [[s[i] for s in sides if s[i] is not None] for i in (0, 1)]
+        return min(max(latest[0]), max(latest[1])) if all(latest) else None
+    events = [r["max_event_us"] for r in reports if r.get("max_event_us") is not None]
+    return max(events) if events else None
 
 
 def _run_info(options: RunOptions) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Validates a logic change (new params) against the running job before installing it.
 
 Stateless operators: the new expressions must analyse against the operator's input
-schema (no data read). Window aggregates: the change must keep the stored state
-meaningful (same key, window shape and partials); only e.g. the watermark may change.
+schema (no data read). Window aggregates, dedupes and joins: the change must keep
+the stored state meaningful (same key, window shape and partials; a join's bound may only
+narrow); e.g. the watermark may change.
 """
 
 from __future__ import annotations
@@ -11,13 +12,16 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from engine.dag import JobGraph
 from engine.runtime.dedupe import parse_dedupe_spec
 from engine.runtime.errors import CommandRejected, StreamRuntimeError
+from engine.runtime.join import change_refused, parse_join_spec
 from engine.runtime.operators import STATELESS_TYPES, apply_stateless, check_stateless_params
 from engine.runtime.run_config import LogicCheck, RunConfig
-from engine.runtime.vsn_stage import output_struct, stage_input
+from engine.runtime.vsn_stage import join_input, output_struct, stage_input
+from engine.runtime.vsn_worker import REPORT
 from engine.runtime.window_spec import WINDOW_END, WINDOW_START, parse_window_spec, state_compatible
 
 
@@ -32,6 +36,8 @@ def logic_checker(graph: JobGraph, config: RunConfig, batch: DataFrame) -> Logic
             _check_window(op_id, config[op_id].params, params)
         elif op.type == "dedupe":
             _check_dedupe(op_id, config[op_id].params, params)
+        elif op.type == "join":
+            _check_join(op_id, config[op_id].params, params)
         else:
             raise CommandRejected(f"{op_id!r} ({op.type}): logic changes need a restart")
 
@@ -59,6 +65,16 @@ def _check_dedupe(op_id: str, old_params: dict[str, Any], new_params: dict[str, 
         )
 
 
+def _check_join(op_id: str, old_params: dict[str, Any], new_params: dict[str, Any]) -> None:
+    try:
+        old, new = parse_join_spec(op_id, old_params), parse_join_spec(op_id, new_params)
+    except StreamRuntimeError as exc:
+        raise CommandRejected(str(exc)) from exc
+    reason = change_refused(old, new)
+    if reason is not None:
+        raise CommandRejected(f"refused: {reason}")
+
+
 def _input_frame(graph: JobGraph, config: RunConfig, op_id: str, batch: DataFrame) -> DataFrame:
     frames = [_frame(graph, config, parent, batch) for parent in graph.parents(op_id)]
     combined = frames[0]
@@ -71,6 +87,12 @@ def _frame(graph: JobGraph, config: RunConfig, op_id: str, batch: DataFrame) -> 
     op = graph.operator(op_id)
     if not graph.parents(op_id):
         return batch.limit(0)
+    if op.type == "join":
+        left, right = (_frame(graph, config, p, batch) for p in graph.parents(op_id))
+        join = parse_join_spec(op_id, config[op_id].params)
+        _, _, struct = join_input(join, left, right, graph.key_groups)
+        pair = T.StructType([f for f in struct.fields if f.name != REPORT])
+        return batch.sparkSession.createDataFrame([], pair)
     inputs = _input_frame(graph, config, op_id, batch)
     if op.type in STATELESS_TYPES:
         return apply_stateless(op.type, config[op_id].params, inputs)

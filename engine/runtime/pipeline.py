@@ -13,11 +13,12 @@ from engine.dag import JobGraph
 from engine.runtime.dedupe import parse_dedupe_spec
 from engine.runtime.errors import UnsupportedJobError
 from engine.runtime.frames import Frame, columns_of, time_quantiles, to_spark, union
+from engine.runtime.join import parse_join_spec
 from engine.runtime.operators import STATELESS_TYPES, apply_stateless
 from engine.runtime.run_config import RunConfig
 from engine.runtime.sinks import Sink
 from engine.runtime.state import StoreSpec
-from engine.runtime.vsn_stage import run_dedupe_stage, run_window_stage
+from engine.runtime.vsn_stage import run_dedupe_stage, run_join_stage, run_window_stage
 from engine.runtime.window_spec import WINDOW_END, parse_window_spec
 
 SOURCE_TAG = "__source"
@@ -71,15 +72,23 @@ class EpochPipeline:
         spark = batch.sparkSession
         if op.type.startswith("source."):
             return self._observe(op_id, _source_rows(batch, op_id, self.graph))
-        inputs = union(spark, [frames[p] for p in self.graph.parents(op_id)])
+        parents = [frames[p] for p in self.graph.parents(op_id)]
+        if op.type == "join":  # two inputs kept apart: the first edge is the left one
+            sides = (to_spark(spark, parents[0]), to_spark(spark, parents[1]))
+            return self._keyed(op_id, run_join_stage, parse_join_spec(op_id, params), sides, result)
+        inputs = union(spark, parents)
         if op.type in STATELESS_TYPES:
             inputs = to_spark(spark, inputs)
             parallelism = self.config[op_id].parallelism
             if parallelism != op.parallelism:  # rescaled at run time: split round-robin
                 inputs = inputs.repartition(parallelism)
             return self._observe(op_id, apply_stateless(op.type, params, inputs))
-        if op.type in ("window_aggregate", "dedupe"):
-            return self._keyed(op_id, op.type, params, inputs, result)
+        if op.type == "window_aggregate":
+            window = parse_window_spec(op_id, params)
+            return self._keyed(op_id, run_window_stage, window, to_spark(spark, inputs), result)
+        if op.type == "dedupe":
+            dedupe = parse_dedupe_spec(op_id, params)
+            return self._keyed(op_id, run_dedupe_stage, dedupe, to_spark(spark, inputs), result)
         if op.type.startswith("sink."):
             result.sink_rows[op_id] = self.sinks[op_id].write_epoch(inputs, self.epoch)
             latency_inputs.append(inputs)
@@ -87,18 +96,14 @@ class EpochPipeline:
         raise UnsupportedJobError(f"operator {op_id!r}: type {op.type!r} is not supported yet")
 
     def _keyed(
-        self, op_id: str, op_type: str, params: dict[str, Any], inputs: Frame, result: EpochResult
+        self, op_id: str, stage_fn: Any, spec: Any, inputs: Any, result: EpochResult
     ) -> Frame:
+        """Runs a keyed operator's VSN stage with this epoch's assignment."""
         config = self.config[op_id]
         assert config.owners is not None
-        if op_type == "window_aggregate":
-            spec: Any = parse_window_spec(op_id, params)
-            stage_fn: Any = run_window_stage
-        else:
-            spec, stage_fn = parse_dedupe_spec(op_id, params), run_dedupe_stage
         stage = stage_fn(
             spec,
-            to_spark(self._spark(inputs), inputs),
+            inputs,
             self.epoch,
             self.graph.key_groups,
             config.owners,
@@ -109,11 +114,6 @@ class EpochPipeline:
         result.stage_reports[op_id] = stage.reports
         result.rows_out[op_id] = sum(r["rows_out"] for r in stage.reports)
         return stage.rows
-
-    def _spark(self, frame: Frame):  # type: ignore[no-untyped-def]
-        from pyspark.sql import SparkSession
-
-        return frame.sparkSession if isinstance(frame, DataFrame) else SparkSession.active()
 
     def _observe(self, op_id: str, df: DataFrame) -> DataFrame:
         observation = Observation(f"rows_{op_id}_{self.epoch}")

@@ -23,6 +23,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from engine.runtime.dedupe import TIME_US as DEDUPE_TIME
 from engine.runtime.dedupe import DedupeSpec
+from engine.runtime.join import LEFT, RIGHT, SIDE, JoinSpec
+from engine.runtime.join import TIME_US as JOIN_TIME
 from engine.runtime.state import StoreSpec
 from engine.runtime.vsn_worker import REPORT, EpochTask, run_instance
 from engine.runtime.window_merge import KG, TIME_US
@@ -141,6 +143,63 @@ def run_dedupe_stage(
     timezone = df.sparkSession.conf.get("spark.sql.session.timeZone")
     arrow_schema = to_arrow_schema(struct, timezone=timezone)
     task = EpochTask(spec, store, epoch, watermark_us, owners, arrow_schema)
+    emitted, reports = _run_instances(rows, task, struct, parallelism)
+    return StageResult(rows=emitted, reports=reports)
+
+
+def join_input(
+    spec: JoinSpec, left: DataFrame, right: DataFrame, key_groups: int
+) -> tuple[JoinSpec, DataFrame, T.StructType]:
+    """Both sides as one routable input: (kg, side, event time in micros, the left
+    columns, the right-only columns), each row with the other side's columns null; the
+    spec with its column layout; and the instances' output schema (the pair's columns and
+    the report). Right key columns are cast to the left's types first, so equal keys hash
+    to the same key group."""
+    spec = spec.with_layout(left.columns, right.columns)
+    left_types = {f.name: f.dataType for f in left.schema.fields}
+    right_types = {f.name: f.dataType for f in right.schema.fields}
+    right = right.withColumns({k: F.col(k).cast(left_types[k]) for k in spec.keys})
+
+    def shaped(df: DataFrame, which: int) -> DataFrame:
+        mine = set(spec.left_columns) if which == LEFT else {*spec.keys, *spec.right_columns}
+
+        def column(name: str, kind: T.DataType) -> Column:
+            return F.col(name) if name in mine else F.lit(None).cast(kind).alias(name)
+
+        return df.select(
+            key_group_column(spec.keys, key_groups).alias(KG),
+            F.lit(which).cast("tinyint").alias(SIDE),
+            F.unix_micros(F.col(spec.time)).alias(JOIN_TIME),
+            *[column(c, left_types[c]) for c in spec.left_columns],
+            *[column(c, right_types[c]) for c in spec.right_columns],
+        )
+
+    rows = shaped(left, LEFT).union(shaped(right, RIGHT))
+    struct = T.StructType(
+        [T.StructField(c, left_types[c], True) for c in spec.left_columns]
+        + [T.StructField(c, right_types[c], True) for c in spec.right_columns]
+        + [T.StructField(REPORT, T.StringType(), True)]
+    )
+    return spec, rows, struct
+
+
+def run_join_stage(
+    spec: JoinSpec,
+    inputs: tuple[DataFrame, DataFrame],
+    epoch: int,
+    key_groups: int,
+    owners: tuple[int, ...],
+    parallelism: int,
+    watermark_us: int | None,
+    store: StoreSpec,
+) -> StageResult:
+    """Runs one epoch of a stream-stream join through the VSN instances."""
+    left, right = inputs
+    spec, rows, struct = join_input(spec, left, right, key_groups)
+    timezone = left.sparkSession.conf.get("spark.sql.session.timeZone")
+    task = EpochTask(
+        spec, store, epoch, watermark_us, owners, to_arrow_schema(struct, timezone=timezone)
+    )
     emitted, reports = _run_instances(rows, task, struct, parallelism)
     return StageResult(rows=emitted, reports=reports)
 

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.runtime.dedupe import DedupeSpec
+from engine.runtime.join import JoinSpec
 from engine.runtime.state import StateStore, StoreSpec, open_store
 from engine.runtime.window_merge import (
     KG,
@@ -39,7 +40,7 @@ REPORT = "__report"
 class EpochTask:
     """Everything an instance needs for one epoch; pickled into the Spark closure."""
 
-    spec: WindowSpec | DedupeSpec
+    spec: WindowSpec | DedupeSpec | JoinSpec
     store: StoreSpec
     epoch: int
     watermark_us: int | None
@@ -57,6 +58,7 @@ class InstanceReport:
     rows_out: int = 0
     busy_ms: float = 0.0
     max_event_us: int | None = None
+    max_event_sides: list[int | None] | None = None  # a join's (left, right) latest times
     groups_written: int = 0
     groups_replayed: int = 0
     bytes_written: int = 0
@@ -90,6 +92,10 @@ def run_instance(task: EpochTask, batches: Iterator[pa.RecordBatch]) -> Iterator
     table = pa.Table.from_batches(received) if received else None
     if isinstance(task.spec, WindowSpec):
         emitted = process_instance(task, report, table, open_store(task.store))
+    elif isinstance(task.spec, JoinSpec):
+        from engine.runtime.join_worker import process_join_instance
+
+        emitted = process_join_instance(task, report, table, open_store(task.store))
     else:
         from engine.runtime.dedupe_worker import process_dedupe_instance
 

@@ -119,3 +119,110 @@ def actual_windows(table: pa.Table | None) -> dict[tuple[int, int], tuple]:
         assert key not in found, f"window emitted twice: {key}"
         found[key] = (row["views"], row["users"], row["top"])
     return found
+
+
+JOIN_WITHIN_S = 1
+JOIN_COLUMNS = {"click_id": "event_id", "click_time": "event_time", "click_user": "user_id"}
+
+
+def join_operators(parallelism: int = 2, source: str = "events") -> list[dict[str, Any]]:
+    """Views joined with clicks of the same campaign at most ``JOIN_WITHIN_S`` apart:
+    ``source`` -> views (a filter) and ``source`` -> clicks -> click_cols (a map naming the
+    click's columns) -> pairs (join, views on the left)."""
+    return [
+        {"id": "views", "type": "filter", "params": {"condition": "event_type = 'view'"}},
+        {"id": "clicks", "type": "filter", "params": {"condition": "event_type = 'click'"}},
+        {"id": "click_cols", "type": "map", "params": {"columns": JOIN_COLUMNS}},
+        {
+            "id": "pairs",
+            "type": "join",
+            "parallelism": parallelism,
+            "params": {
+                "key": ["campaign_id"],
+                "time": "event_time",
+                "within": f"{JOIN_WITHIN_S} seconds",
+                "watermark": f"{WATERMARK_S} seconds",
+            },
+        },
+    ]
+
+
+def join_edges(source: str = "events") -> list[dict[str, str]]:
+    """The edges of ``join_operators``; the views edge comes first (the left input)."""
+    return [
+        {"from": source, "to": "views"},
+        {"from": source, "to": "clicks"},
+        {"from": "clicks", "to": "click_cols"},
+        {"from": "views", "to": "pairs"},
+        {"from": "click_cols", "to": "pairs"},
+    ]
+
+
+def join_job(sink: dict[str, Any], parallelism: int = 2, key_groups: int = 32) -> dict[str, Any]:
+    """generator -> views and clicks -> join -> sink."""
+    return {
+        "name": "join-test",
+        "key_groups": key_groups,
+        "operators": [
+            {
+                "id": "events",
+                "type": "source.generator",
+                "params": {"rows_per_second": ROWS_PER_SECOND, "keys": KEYS, "seed": 7},
+            },
+            *join_operators(parallelism),
+            {"id": "joined", **sink},
+        ],
+        "edges": [*join_edges(), {"from": "pairs", "to": "joined"}],
+    }
+
+
+def expected_pairs(spark: SparkSession, start_ms: int, last_epoch: int) -> dict[tuple, tuple]:
+    """The pairs a run stopped after ``last_epoch`` has emitted, by (view id, click id),
+    from Spark's own join of the generator's rows: every view and click of the same
+    campaign at most ``JOIN_WITHIN_S`` apart, both among the events of epochs
+    0..``last_epoch`` (a pair is emitted when its later row arrives)."""
+    spec = GeneratorSpec(rows_per_second=ROWS_PER_SECOND, keys=KEYS, seed=7, start_ms=start_ms)
+    rows = generator_batch(spark, spec, 0, (last_epoch + 1) * ROWS_PER_SECOND)
+    views = rows.where("event_type = 'view'").alias("v")
+    clicks = rows.where("event_type = 'click'").alias("c")
+    apart = F.abs(F.unix_micros("v.event_time") - F.unix_micros("c.event_time"))
+    joined = views.join(
+        clicks,
+        (F.col("v.campaign_id") == F.col("c.campaign_id")) & (apart <= JOIN_WITHIN_S * 1_000_000),
+    )
+    return {
+        (r["view"], r["click"]): (r["campaign"], r["at"], r["click_at"], r["user"])
+        for r in joined.select(
+            F.col("v.event_id").alias("view"),
+            F.col("c.event_id").alias("click"),
+            F.col("v.campaign_id").alias("campaign"),
+            F.unix_micros("v.event_time").alias("at"),
+            F.unix_micros("c.event_time").alias("click_at"),
+            F.col("c.user_id").alias("user"),
+        ).collect()
+    }
+
+
+def actual_pairs(table: pa.Table | None) -> dict[tuple, tuple]:
+    """Sink rows keyed like ``expected_pairs``; a doubled pair fails the test."""
+    found: dict[tuple, tuple] = {}
+    if table is None:
+        return found
+    at = pc.cast(table["event_time"], pa.int64()).to_pylist()
+    click_at = pc.cast(table["click_time"], pa.int64()).to_pylist()
+    for row, t, ct in zip(table.to_pylist(), at, click_at, strict=True):
+        key = (row["event_id"], row["click_id"])
+        assert key not in found, f"pair emitted twice: {key}"
+        assert row["event_type"] == "view"
+        found[key] = (row["campaign_id"], t, ct, row["click_user"])
+    return found
+
+
+def window_and_join_job(windows_sink: dict[str, Any], pairs_sink: dict[str, Any]) -> dict[str, Any]:
+    """``window_job`` with the views also joined with clicks (``join_job``'s pairs)."""
+    job = window_job(windows_sink)
+    job["operators"] += [o for o in join_operators() if o["id"] != "views"]
+    job["operators"].append({"id": "joined", **pairs_sink})
+    job["edges"] += [e for e in join_edges() if e["to"] != "views"]
+    job["edges"].append({"from": "pairs", "to": "joined"})
+    return job

@@ -1,7 +1,8 @@
 """Exactly once under SIGKILL: the driver process (with its JVM and Python workers) is
 killed at random points, some right after a reconfiguration request, and restarted from
-its checkpoint each time; the sink must then hold exactly the results computed from the
-generator's definition: nothing lost, nothing doubled."""
+its checkpoint each time; the sinks (windows, and a stream-stream join's pairs) must then
+hold exactly the results computed from the generator's definition: nothing lost, nothing
+doubled."""
 
 from __future__ import annotations
 
@@ -24,7 +25,13 @@ from engine.runtime.api import request_reconfiguration
 from engine.runtime.control import RedisControlChannel
 from engine.runtime.session import project_root
 from tests.engine.runtime.conftest import REDIS_URL
-from tests.engine.runtime.jobs import actual_windows, expected_windows, window_job
+from tests.engine.runtime.jobs import (
+    actual_pairs,
+    actual_windows,
+    expected_pairs,
+    expected_windows,
+    window_and_join_job,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -57,8 +64,11 @@ def _wait_for_epoch_line(lines: queue.Queue, proc: subprocess.Popen, timeout_s: 
 def test_sigkill_at_random_points_then_restart_is_exactly_once(
     spark, tmp_path: Path, redis_prefix: str
 ) -> None:
-    out = tmp_path / "out"
-    job = window_job({"type": "sink.files", "params": {"path": str(out), "format": "parquet"}})
+    out, pairs_out = tmp_path / "out", tmp_path / "pairs"
+    job = window_and_join_job(
+        {"type": "sink.files", "params": {"path": str(out), "format": "parquet"}},
+        {"type": "sink.files", "params": {"path": str(pairs_out), "format": "parquet"}},
+    )
     dag = tmp_path / "job.json"
     dag.write_text(json.dumps(job))
     checkpoint = tmp_path / "ckpt"
@@ -104,7 +114,10 @@ def test_sigkill_at_random_points_then_restart_is_exactly_once(
             # Kill while a reconfiguration is being picked up and installed.
             requests.append(
                 request_reconfiguration(
-                    channel, kind="rescale", operator="counts", parallelism=rng.randint(1, 8)
+                    channel,
+                    kind="rescale",
+                    operator=rng.choice(["counts", "pairs"]),
+                    parallelism=rng.randint(1, 8),
                 )
             )
             time.sleep(rng.uniform(0.0, 0.4))
@@ -122,9 +135,13 @@ def test_sigkill_at_random_points_then_restart_is_exactly_once(
     start_ms = json.loads((checkpoint / "run.json").read_text())["start_ms"]
     expected = expected_windows(spark, start_ms, LAST_EPOCH, [(0, "event_type = 'view'")])
     assert expected
-    committed = sorted(p.name for p in out.iterdir() if p.name.startswith("epoch="))
-    assert len(committed) == LAST_EPOCH + 1
+    for directory in (out, pairs_out):
+        committed = sorted(p.name for p in directory.iterdir() if p.name.startswith("epoch="))
+        assert len(committed) == LAST_EPOCH + 1
     assert actual_windows(pq.read_table(str(out))) == expected
+    pairs = expected_pairs(spark, start_ms, LAST_EPOCH)
+    assert len(pairs) > 1000
+    assert actual_pairs(pq.read_table(str(pairs_out))) == pairs
     acks = {a["request_id"]: a for a in channel.acks()}
     assert set(requests) <= set(acks)
     assert all(acks[r]["status"] == "applied" for r in requests)

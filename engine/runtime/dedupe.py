@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.runtime.durations import parse_duration_us
-from engine.runtime.errors import UnsupportedJobError
+from engine.runtime.key_params import key_columns
 from engine.runtime.state.base import EMITTED
 
 FIRST = "__first_us"
@@ -38,18 +38,22 @@ class DedupeSpec:
 
 def parse_dedupe_spec(operator: str, params: Mapping[str, Any]) -> DedupeSpec:
     """Reads ``dedupe`` params; errors name the operator."""
-    keys = params.get("key")
-    keys = [keys] if isinstance(keys, str) else keys
-    if not keys:
-        raise UnsupportedJobError(f"operator {operator!r}: 'key' must name one or more columns")
     where = f"operator {operator!r}"
+    keys = key_columns(params, where)
     return DedupeSpec(
         operator=operator,
-        keys=tuple(keys),
+        keys=keys,
         time=str(params.get("time", "event_time")),
         within_us=parse_duration_us(params.get("within", ""), f"{where} within"),
         watermark_us=parse_duration_us(params.get("watermark", "0 seconds"), f"{where} watermark"),
     )
+
+
+def change_refused(old: DedupeSpec, new: DedupeSpec) -> str | None:
+    """None if ``new`` can continue from ``old``'s remembered keys, else the reason."""
+    if (old.keys, old.time) != (new.keys, new.time):
+        return "changing the key or time column would orphan the remembered keys"
+    return None
 
 
 def kept_rows(spec: DedupeSpec, rows: pa.Table, seen: pa.Table | None) -> pa.Table:

@@ -14,7 +14,6 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,11 +23,9 @@ from pyspark.sql.streaming import StreamingQuery
 from engine.dag import JobGraph, state_kind_of
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
 from engine.runtime.control import ControlChannel, MemoryControlChannel
-from engine.runtime.dedupe import parse_dedupe_spec
 from engine.runtime.epoch_log import EpochLog
-from engine.runtime.join import parse_join_spec
 from engine.runtime.listener import ControlListener, Rejection
-from engine.runtime.logic_check import logic_checker
+from engine.runtime.logic_check import KEYED_SPECS, logic_checker
 from engine.runtime.metrics import epoch_metrics
 from engine.runtime.pipeline import EpochPipeline, EpochResult
 from engine.runtime.reconfigure import apply_commands, malformed_ack
@@ -37,16 +34,8 @@ from engine.runtime.sinks import build_sink
 from engine.runtime.sources import GeneratorSpec
 from engine.runtime.state import StoreSpec
 from engine.runtime.streams import job_stream
-from engine.runtime.window_spec import parse_window_spec
 
 STOP_MARK = "streamscale-stop-requested"
-
-# Keyed operators with a watermark, and how to read their params.
-_WATERMARKED: dict[str, Callable[[str, Mapping[str, Any]], Any]] = {
-    "window_aggregate": parse_window_spec,
-    "dedupe": parse_dedupe_spec,
-    "join": parse_join_spec,
-}
 
 
 @dataclass(frozen=True)
@@ -244,10 +233,10 @@ class JobRun:
         advanced: dict[str, int | None] = {}
         seen = (outcome or {}).get("max_event_us", {})
         for op in self.graph.operators:
-            parse = _WATERMARKED.get(op.type)
-            if parse is None:
+            keyed = KEYED_SPECS.get(op.type)
+            if keyed is None:
                 continue
-            delay = parse(op.id, config[op.id].params).watermark_us
+            delay = keyed.parse(op.id, config[op.id].params).watermark_us
             current = watermarks.get(op.id)
             candidate = None if seen.get(op.id) is None else seen[op.id] - delay
             values = [v for v in (current, candidate) if v is not None]

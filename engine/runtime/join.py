@@ -17,7 +17,7 @@ before the key group is computed, so equal keys land in the same key group.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from engine.runtime.durations import parse_duration_us
 from engine.runtime.errors import UnsupportedJobError
+from engine.runtime.key_params import key_columns
 
 KG = "__kg"
 SIDE = "__side"
@@ -55,24 +56,18 @@ class JoinSpec:
     def with_layout(self, left: list[str], right: list[str]) -> JoinSpec:
         """The spec with the output layout of inputs with columns ``left`` and ``right``."""
         extra = tuple(c for c in right if c not in left)
-        return JoinSpec(
-            self.operator, self.keys, self.time, self.within_us, self.watermark_us,
-            tuple(left), extra,
-        )
+        return replace(self, left_columns=tuple(left), right_columns=extra)
 
 
 def parse_join_spec(operator: str, params: Mapping[str, Any]) -> JoinSpec:
     """Reads ``join`` params; errors name the operator and the param."""
     where = f"operator {operator!r}"
-    keys = params.get("key")
-    keys = [keys] if isinstance(keys, str) else keys
-    if not keys or not all(isinstance(k, str) for k in keys):
-        raise UnsupportedJobError(f"{where}: 'key' must name one or more columns")
+    keys = key_columns(params, where)
     if "within" not in params:
         raise UnsupportedJobError(f"{where}: 'within' is required (e.g. \"5 seconds\")")
     return JoinSpec(
         operator=operator,
-        keys=tuple(keys),
+        keys=keys,
         time=str(params.get("time", "event_time")),
         within_us=parse_duration_us(params["within"], f"{where} within"),
         watermark_us=parse_duration_us(params.get("watermark", "0 seconds"), f"{where} watermark"),
@@ -128,9 +123,7 @@ def matches(spec: JoinSpec, left: pa.Table, right: pa.Table) -> pa.Table:
     joined = joined.filter(pc.less_equal(apart, spec.within_us))
     left_part = left.select([KG, *spec.left_columns]).take(joined[_LEFT_ROW])
     right_part = right.select(list(spec.right_columns)).take(joined[_RIGHT_ROW])
-    pairs = pa.Table.from_arrays(
-        [*left_part.columns, *right_part.columns], names=columns
-    )
+    pairs = pa.Table.from_arrays([*left_part.columns, *right_part.columns], names=columns)
     return pairs
 
 
@@ -156,11 +149,10 @@ def side_maxima(rows: pa.Table) -> list[int | None]:
 def new_pairs(spec: JoinSpec, buffered: pa.Table | None, arrived: pa.Table) -> pa.Table:
     """The pairs with at least one row that ``arrived`` this epoch: new left rows with
     every right row (buffered or new), and buffered left rows with new right rows. Pairs of
-    two buffered rows were emitted in an earlier epoch."""
+    two buffered rows were emitted in an earlier epoch. Both tables have the same columns."""
     new_left, new_right = side(arrived, LEFT), side(arrived, RIGHT)
     if buffered is None or buffered.num_rows == 0:
         return matches(spec, new_left, new_right)
-    buffered = buffered.select(arrived.column_names)
     every_right = pa.concat_tables([side(buffered, RIGHT), new_right], promote_options="default")
     return pa.concat_tables(
         [

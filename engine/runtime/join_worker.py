@@ -56,10 +56,10 @@ def process_join_instance(
     arrived = _concat([arrived_by_kg[kg] for kg in live if kg in arrived_by_kg])
     pairs = None
     if arrived is not None:
-        pairs = new_pairs(spec, buffered, arrived)
         if buffered is not None:
-            arrived = _concat([buffered.select(arrived.column_names), arrived])
-        buffered = arrived
+            buffered = buffered.select(arrived.column_names)
+        pairs = new_pairs(spec, buffered, arrived)
+        buffered = _concat([buffered, arrived]) if buffered is not None else arrived
     changes = _changes(
         spec, task.watermark_us, live, buffered, pairs, buffered_rows, set(arrived_by_kg)
     )

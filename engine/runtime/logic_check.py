@@ -8,16 +8,19 @@ narrow); e.g. the watermark may change.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from engine.dag import JobGraph
+from engine.runtime.dedupe import change_refused as dedupe_change_refused
 from engine.runtime.dedupe import parse_dedupe_spec
 from engine.runtime.errors import CommandRejected, StreamRuntimeError
-from engine.runtime.join import change_refused, parse_join_spec
+from engine.runtime.join import change_refused as join_change_refused
+from engine.runtime.join import parse_join_spec
 from engine.runtime.operators import STATELESS_TYPES, apply_stateless, check_stateless_params
 from engine.runtime.run_config import LogicCheck, RunConfig
 from engine.runtime.vsn_stage import join_input, output_struct, stage_input
@@ -32,45 +35,38 @@ def logic_checker(graph: JobGraph, config: RunConfig, batch: DataFrame) -> Logic
         op = graph.operator(op_id)
         if op.type in STATELESS_TYPES:
             check_stateless_params(op.type, params, _input_frame(graph, config, op_id, batch))
-        elif op.type == "window_aggregate":
-            _check_window(op_id, config[op_id].params, params)
-        elif op.type == "dedupe":
-            _check_dedupe(op_id, config[op_id].params, params)
-        elif op.type == "join":
-            _check_join(op_id, config[op_id].params, params)
+        elif op.type in KEYED_SPECS:
+            _check_keyed(op_id, op.type, config[op_id].params, params)
         else:
             raise CommandRejected(f"{op_id!r} ({op.type}): logic changes need a restart")
 
     return check
 
 
-def _check_window(op_id: str, old_params: dict[str, Any], new_params: dict[str, Any]) -> None:
+class KeyedSpec(NamedTuple):
+    """How to read a keyed operator's params (every spec has a ``watermark_us``), and why
+    new params cannot continue from its stored state (None when they can)."""
+
+    parse: Callable[[str, Mapping[str, Any]], Any]
+    refused: Callable[[Any, Any], str | None]
+
+
+KEYED_SPECS: dict[str, KeyedSpec] = {
+    "window_aggregate": KeyedSpec(parse_window_spec, state_compatible),
+    "dedupe": KeyedSpec(parse_dedupe_spec, dedupe_change_refused),
+    "join": KeyedSpec(parse_join_spec, join_change_refused),
+}
+
+
+def _check_keyed(
+    op_id: str, op_type: str, old_params: dict[str, Any], new_params: dict[str, Any]
+) -> None:
+    parse, refused = KEYED_SPECS[op_type]
     try:
-        old, new = parse_window_spec(op_id, old_params), parse_window_spec(op_id, new_params)
+        old, new = parse(op_id, old_params), parse(op_id, new_params)
     except StreamRuntimeError as exc:
         raise CommandRejected(str(exc)) from exc
-    reason = state_compatible(old, new)
-    if reason is not None:
-        raise CommandRejected(f"refused: {reason}")
-
-
-def _check_dedupe(op_id: str, old_params: dict[str, Any], new_params: dict[str, Any]) -> None:
-    try:
-        old, new = parse_dedupe_spec(op_id, old_params), parse_dedupe_spec(op_id, new_params)
-    except StreamRuntimeError as exc:
-        raise CommandRejected(str(exc)) from exc
-    if (old.keys, old.time) != (new.keys, new.time):
-        raise CommandRejected(
-            "refused: changing the key or time column would orphan the remembered keys"
-        )
-
-
-def _check_join(op_id: str, old_params: dict[str, Any], new_params: dict[str, Any]) -> None:
-    try:
-        old, new = parse_join_spec(op_id, old_params), parse_join_spec(op_id, new_params)
-    except StreamRuntimeError as exc:
-        raise CommandRejected(str(exc)) from exc
-    reason = change_refused(old, new)
+    reason = refused(old, new)
     if reason is not None:
         raise CommandRejected(f"refused: {reason}")
 

@@ -73,13 +73,10 @@ def stage_input(spec: WindowSpec, df: DataFrame, key_groups: int) -> DataFrame:
 def output_struct(spec: WindowSpec, rows: DataFrame) -> T.StructType:
     """The mapInArrow schema: keys, window bounds (micros), aggregates and the report."""
     types = {f.name: f.dataType for f in rows.schema.fields}
-    fields = [T.StructField(k, types[k], True) for k in spec.keys]
-    fields += [T.StructField(WINDOW_START, T.LongType(), True)]
-    fields += [T.StructField(WINDOW_END, T.LongType(), True)]
-    for agg in spec.aggregates:
-        fields.append(T.StructField(agg.name, _aggregate_type(spec, agg.partials[0], types), True))
-    fields.append(T.StructField(REPORT, T.StringType(), True))
-    return T.StructType(fields)
+    fields: list[tuple[str, T.DataType]] = [(k, types[k]) for k in spec.keys]
+    fields += [(WINDOW_START, T.LongType()), (WINDOW_END, T.LongType())]
+    fields += [(a.name, _aggregate_type(spec, a.partials[0], types)) for a in spec.aggregates]
+    return _with_report(fields)
 
 
 def _aggregate_type(
@@ -110,14 +107,7 @@ def run_window_stage(
     """Runs one epoch of a window aggregate through the VSN instances."""
     rows = stage_input(spec, df, key_groups)
     struct = output_struct(spec, rows)
-    task = EpochTask(
-        spec,
-        store,
-        epoch,
-        watermark_us,
-        owners,
-        to_arrow_schema(struct, timezone=df.sparkSession.conf.get("spark.sql.session.timeZone")),
-    )
+    task = _task(spec, rows, struct, epoch, watermark_us, owners, store)
     emitted, reports = _run_instances(rows, task, struct, parallelism)
     return StageResult(rows=_with_timestamps(emitted), reports=reports)
 
@@ -133,16 +123,11 @@ def run_dedupe_stage(
     store: StoreSpec,
 ) -> StageResult:
     """Runs one epoch of a dedupe through the VSN instances; rows keep their columns."""
-    struct = T.StructType(
-        [T.StructField(f.name, f.dataType, True) for f in df.schema.fields]
-        + [T.StructField(REPORT, T.StringType(), True)]
-    )
+    struct = _with_report([(f.name, f.dataType) for f in df.schema.fields])
     rows = df.withColumn(KG, key_group_column(spec.keys, key_groups)).withColumn(
         DEDUPE_TIME, F.unix_micros(F.col(spec.time))
     )
-    timezone = df.sparkSession.conf.get("spark.sql.session.timeZone")
-    arrow_schema = to_arrow_schema(struct, timezone=timezone)
-    task = EpochTask(spec, store, epoch, watermark_us, owners, arrow_schema)
+    task = _task(spec, rows, struct, epoch, watermark_us, owners, store)
     emitted, reports = _run_instances(rows, task, struct, parallelism)
     return StageResult(rows=emitted, reports=reports)
 
@@ -175,10 +160,9 @@ def join_input(
         )
 
     rows = shaped(left, LEFT).union(shaped(right, RIGHT))
-    struct = T.StructType(
-        [T.StructField(c, left_types[c], True) for c in spec.left_columns]
-        + [T.StructField(c, right_types[c], True) for c in spec.right_columns]
-        + [T.StructField(REPORT, T.StringType(), True)]
+    struct = _with_report(
+        [(c, left_types[c]) for c in spec.left_columns]
+        + [(c, right_types[c]) for c in spec.right_columns]
     )
     return spec, rows, struct
 
@@ -196,12 +180,32 @@ def run_join_stage(
     """Runs one epoch of a stream-stream join through the VSN instances."""
     left, right = inputs
     spec, rows, struct = join_input(spec, left, right, key_groups)
-    timezone = left.sparkSession.conf.get("spark.sql.session.timeZone")
-    task = EpochTask(
-        spec, store, epoch, watermark_us, owners, to_arrow_schema(struct, timezone=timezone)
-    )
+    task = _task(spec, rows, struct, epoch, watermark_us, owners, store)
     emitted, reports = _run_instances(rows, task, struct, parallelism)
     return StageResult(rows=emitted, reports=reports)
+
+
+def _with_report(fields: list[tuple[str, T.DataType]]) -> T.StructType:
+    """The instances' output schema: the emitted rows' columns and the report column."""
+    return T.StructType(
+        [T.StructField(name, kind, True) for name, kind in fields]
+        + [T.StructField(REPORT, T.StringType(), True)]
+    )
+
+
+def _task(
+    spec: WindowSpec | DedupeSpec | JoinSpec,
+    rows: DataFrame,
+    struct: T.StructType,
+    epoch: int,
+    watermark_us: int | None,
+    owners: tuple[int, ...],
+    store: StoreSpec,
+) -> EpochTask:
+    """The epoch's task for the instances, with ``struct`` as an Arrow schema."""
+    timezone = rows.sparkSession.conf.get("spark.sql.session.timeZone")
+    schema = to_arrow_schema(struct, timezone=timezone)
+    return EpochTask(spec, store, epoch, watermark_us, owners, schema)
 
 
 def _run_instances(

@@ -14,6 +14,7 @@ from typing import Any
 
 from engine.runtime.durations import parse_duration_us
 from engine.runtime.errors import UnsupportedJobError
+from engine.runtime.key_params import key_columns
 
 _AGG = re.compile(r"^\s*(count|sum|min|max|avg)\s*\(\s*(\*|[A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$", re.I)
 _MERGE = {"count": "sum", "sum": "sum", "min": "min", "max": "max"}
@@ -65,10 +66,7 @@ class WindowSpec:
 def parse_window_spec(operator: str, params: Mapping[str, Any]) -> WindowSpec:
     """Reads ``window_aggregate`` params; errors name the operator and param."""
     where = f"operator {operator!r}"
-    keys = params.get("key")
-    keys = [keys] if isinstance(keys, str) else keys
-    if not keys or not all(isinstance(k, str) for k in keys):
-        raise UnsupportedJobError(f"{where}: 'key' must name one or more columns")
+    keys = key_columns(params, where)
     window_us = parse_duration_us(params.get("window", ""), f"{where} window")
     slide_us = parse_duration_us(params.get("slide", params["window"]), f"{where} slide")
     watermark_us = parse_duration_us(params.get("watermark", "0 seconds"), f"{where} watermark")
@@ -77,7 +75,7 @@ def parse_window_spec(operator: str, params: Mapping[str, Any]) -> WindowSpec:
     )
     return WindowSpec(
         operator=operator,
-        keys=tuple(keys),
+        keys=keys,
         time=str(params.get("time", "event_time")),
         window_us=window_us,
         slide_us=slide_us,

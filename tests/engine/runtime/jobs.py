@@ -3,6 +3,7 @@ generator's definition (a batch query over the same event ids), not by the runti
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pyarrow as pa
@@ -11,6 +12,16 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from engine.runtime.sources import GeneratorSpec, generator_batch
+
+
+def wait_epoch(run: Any, epoch: int, timeout_s: float = 120.0) -> None:
+    """Waits until ``run`` (a JobRun) has finished ``epoch``; fails on a run failure."""
+    deadline = time.monotonic() + timeout_s
+    while (-1 if run.last_epoch is None else run.last_epoch) < epoch:
+        assert time.monotonic() < deadline, f"epoch {epoch} not reached"
+        assert run.failure() is None, run.failure()
+        time.sleep(0.05)
+
 
 ROWS_PER_SECOND = 4000
 KEYS = 500

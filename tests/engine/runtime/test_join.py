@@ -5,7 +5,6 @@ Spark's own join of the generator's rows, through live rescales."""
 from __future__ import annotations
 
 import random
-import time
 import uuid
 from typing import Any
 
@@ -33,15 +32,20 @@ from engine.runtime.sinks import clear_memory_sink, memory_sink_rows
 from engine.runtime.sources import GeneratorSpec, generator_batch
 from engine.runtime.state import StoreSpec, open_store
 from engine.runtime.vsn_worker import REPORT, EpochTask, InstanceReport
-from tests.engine.runtime.jobs import actual_pairs, expected_pairs, join_job
+from tests.engine.runtime.jobs import actual_pairs, expected_pairs, join_job, wait_epoch
 
 SPEC = parse_join_spec("j", {"key": ["k"], "time": "t", "within": "700 microseconds"}).with_layout(
     ["k", "t", "a"], ["k", "t", "b"]
 )
 KEY_GROUPS = 8
 OUTPUT = pa.schema(
-    [("k", pa.int64()), ("t", pa.int64()), ("a", pa.string()), ("b", pa.string()),
-     (REPORT, pa.string())]
+    [
+        ("k", pa.int64()),
+        ("t", pa.int64()),
+        ("a", pa.string()),
+        ("b", pa.string()),
+        (REPORT, pa.string()),
+    ]
 )
 
 
@@ -155,8 +159,7 @@ def test_instances_emit_each_pair_once_through_rescales_and_a_replay(
     assert set(emitted) == _brute_force(pa.concat_tables(everything), 700)
     # The buffers were pruned by the watermark: only recent rows are left.
     oldest = [
-        pa.compute.min(store.read_group("j", kg).table[TIME_US]).as_py()
-        for kg in store.groups("j")
+        pa.compute.min(store.read_group("j", kg).table[TIME_US]).as_py() for kg in store.groups("j")
     ]
     assert oldest and min(t for t in oldest if t is not None) >= 9000
 
@@ -169,14 +172,6 @@ def test_a_logic_change_may_narrow_the_bound_but_not_move_the_key() -> None:
     assert change_refused(old, narrower) is None
     assert "widening" in str(change_refused(old, wider))
     assert "key" in str(change_refused(old, moved))
-
-
-def _wait_epoch(run: Any, epoch: int) -> None:
-    deadline = time.monotonic() + 120
-    while (-1 if run.last_epoch is None else run.last_epoch) < epoch:
-        assert time.monotonic() < deadline, f"epoch {epoch} not reached"
-        assert run.failure() is None, run.failure()
-        time.sleep(0.05)
 
 
 @pytest.mark.spark
@@ -194,10 +189,10 @@ def test_join_run_matches_sparks_join_through_rescales(spark, tmp_path) -> None:
         trigger_ms=0,
         stop_after_epoch=9,
     )
-    _wait_epoch(run, 1)
+    wait_epoch(run, 1)
     up = request_reconfiguration(run.channel, kind="rescale", operator="pairs", parallelism=6)
     assert run.channel.wait_for_ack(up, 60)["status"] == "applied"
-    _wait_epoch(run, 4)
+    wait_epoch(run, 4)
     down = request_reconfiguration(run.channel, kind="rescale", operator="pairs", parallelism=3)
     assert run.channel.wait_for_ack(down, 60)["status"] == "applied"
     assert run.wait(180) == "stopped"

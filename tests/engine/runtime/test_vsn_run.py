@@ -3,7 +3,6 @@ and rejected commands, all against results computed from the generator's definit
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
@@ -13,7 +12,7 @@ from engine.runtime.api import request_reconfiguration, start_run
 from engine.runtime.driver import JobRun
 from engine.runtime.metrics import CollectingPublisher, CollectingRecorder
 from engine.runtime.sinks import clear_memory_sink, memory_sink_rows
-from tests.engine.runtime.jobs import actual_windows, expected_windows, window_job
+from tests.engine.runtime.jobs import actual_windows, expected_windows, wait_epoch, window_job
 
 pytestmark = pytest.mark.spark
 
@@ -21,14 +20,6 @@ pytestmark = pytest.mark.spark
 def _memory_job(**kwargs: Any) -> tuple[dict[str, Any], str]:
     name = f"sink_{uuid.uuid4().hex[:8]}"
     return window_job({"type": "sink.memory", "params": {"name": name}}, **kwargs), name
-
-
-def _wait_epoch(run: JobRun, epoch: int, timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while (-1 if run.last_epoch is None else run.last_epoch) < epoch:
-        assert time.monotonic() < deadline, f"epoch {epoch} not reached"
-        assert run.failure() is None, run.failure()
-        time.sleep(0.05)
 
 
 def _start(
@@ -52,15 +43,15 @@ def test_rescales_and_rebalances_leave_results_exact(spark, tmp_path) -> None:
     job, sink = _memory_job(parallelism=2)
     run, publisher, recorder = _start(spark, tmp_path, job, last=14)
     channel = run.channel
-    _wait_epoch(run, 2)
+    wait_epoch(run, 2)
     up = request_reconfiguration(channel, kind="rescale", operator="counts", parallelism=8)
     assert channel.wait_for_ack(up, 60)["status"] == "applied"
-    _wait_epoch(run, 6)
+    wait_epoch(run, 6)
     weighted = request_reconfiguration(
         channel, kind="rebalance", operator="counts", assignment="weighted"
     )
     assert channel.wait_for_ack(weighted, 60)["status"] == "applied"
-    _wait_epoch(run, 8)
+    wait_epoch(run, 8)
     down = request_reconfiguration(channel, kind="rescale", operator="counts", parallelism=3)
     explicit = request_reconfiguration(
         channel, kind="rebalance", operator="counts", assignment=[0] * 10 + [1] * 12 + [2] * 10
@@ -83,7 +74,7 @@ def test_bad_commands_are_rejected_and_the_run_goes_on(spark, tmp_path) -> None:
     job, sink = _memory_job(parallelism=2)
     run, publisher, recorder = _start(spark, tmp_path, job, last=7)
     channel = run.channel
-    _wait_epoch(run, 1)
+    wait_epoch(run, 1)
     bad = {
         "zero": dict(kind="rescale", operator="counts", parallelism=0),
         "too_many": dict(kind="rescale", operator="counts", parallelism=33),
@@ -127,7 +118,7 @@ def test_bad_commands_are_rejected_and_the_run_goes_on(spark, tmp_path) -> None:
 def test_logic_change_takes_effect_at_an_epoch_boundary(spark, tmp_path) -> None:
     job, sink = _memory_job(parallelism=3)
     run, publisher, recorder = _start(spark, tmp_path, job, last=9)
-    _wait_epoch(run, 2)
+    wait_epoch(run, 2)
     change = request_reconfiguration(
         run.channel,
         kind="logic",
@@ -160,7 +151,7 @@ def test_sliding_windows_match_spark_through_a_rescale(spark, tmp_path) -> None:
     # A 4 s window sliding by 3 s: some rows fall in one window, some in two.
     job, sink = _memory_job(parallelism=2, slide_s=3)
     run, _, recorder = _start(spark, tmp_path, job, last=9)
-    _wait_epoch(run, 3)
+    wait_epoch(run, 3)
     up = request_reconfiguration(run.channel, kind="rescale", operator="counts", parallelism=5)
     assert run.wait(180) == "stopped"
     assert next(a for a in recorder.acks if a["request_id"] == up)["status"] == "applied"

@@ -3,7 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install run test test-fast lint bench-throughput bench-rescale clean-var
+.PHONY: install run test test-fast test-external lint bench-throughput bench-rescale clean-var
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -21,6 +21,12 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not spark and not browser"
+
+# The tests that talk to PostgreSQL or Redis (but for the Spark and browser ones, which
+# make test runs), against the servers DATABASE_URL and REDIS_URL name.
+test-external: $(STAMP)
+	@test -n "$$DATABASE_URL" -a -n "$$REDIS_URL" || { echo "test-external: set DATABASE_URL and REDIS_URL" >&2; exit 2; }
+	$(PY) -m pytest -m "services and not browser and not spark"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check engine webapp bench tests

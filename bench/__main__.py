@@ -1,4 +1,4 @@
-"""``python -m bench throughput|rescale|control``: prints progress, then one line of JSON."""
+"""``python -m bench NAME``: prints progress, then one line of JSON (NAME: see ``--help``)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,62 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     """Runs one benchmark and prints its JSON figures as the last line."""
     parser = argparse.ArgumentParser(prog="python -m bench")
-    parser.add_argument("benchmark", choices=["throughput", "rescale", "control"])
+    parser.add_argument(
+        "benchmark",
+        choices=["throughput", "rescale", "control", "state", "layouts", "durability", "api",
+                 "autoscale"],
+    )
     parser.add_argument("--rows-per-batch", type=int, default=200_000)
     parser.add_argument("--epochs", type=int)
-    parser.add_argument("--clients", type=int, default=20, help="websocket clients (control)")
+    parser.add_argument("--clients", type=int, help="websocket clients (control, default 20) "
+                        "or HTTP clients (api, default 50)")
+    parser.add_argument("--seconds", type=float, default=30.0, help="load duration (api)")
     parser.add_argument("--rescales", type=int, default=20, help="API rescales (control)")
+    parser.add_argument("--only", choices=["redis_stream"],
+                        help="throughput: measure only this row (Redis stream source)")
+    parser.add_argument("--overload", type=float, default=1.8,
+                        help="rows offered per row one instance processes (autoscale)")
+    parser.add_argument("--rate", type=int, help="rows/s offered, instead of --overload")
+    parser.add_argument("--max", type=int, default=2, help="autoscaler's max (autoscale)")
+    parser.add_argument("--observe-s", type=float, default=300.0,
+                        help="seconds watched after the backlog stops growing (autoscale)")
+    parser.add_argument("--large-keys", type=int, default=10_000_000, help="keys (state)")
     args = parser.parse_args(argv)
-    if args.benchmark == "control":
+    if args.benchmark == "autoscale":
+        from bench.autoscale import measure as measure_autoscale
+
+        result = measure_autoscale(overload=args.overload, rate=args.rate,
+                                   max_parallelism=args.max, observe_s=args.observe_s)
+    elif args.benchmark == "durability":
+        from bench.state_durability import measure as measure_durability
+
+        result = measure_durability(epochs=args.epochs or 60)
+    elif args.benchmark == "control":
         from bench.control_plane import measure as measure_control
 
-        result = measure_control(clients=args.clients, rescales=args.rescales)
+        result = measure_control(clients=args.clients or 20, rescales=args.rescales)
+    elif args.benchmark == "api":
+        from bench.api import measure as measure_api
+
+        result = measure_api(clients=args.clients or 50, seconds=args.seconds)
+    elif args.benchmark == "throughput" and args.only == "redis_stream":
+        from bench.redis_source import measure_redis_row
+        from engine.runtime.session import build_session
+
+        result = measure_redis_row(build_session(app_name="bench-throughput"))
+    elif args.benchmark == "layouts":
+        from bench.layouts import measure as measure_layouts
+        from bench.state import product_redis_url
+
+        result = measure_layouts(product_redis_url(), measured=args.epochs or 5)
+    elif args.benchmark == "state":
+        from bench.state import measure as measure_state
+
+        result = measure_state(
+            rows_per_batch=args.rows_per_batch,
+            large_keys=args.large_keys,
+            measured=args.epochs or 5,
+        )
     elif args.benchmark == "throughput":
         from bench.throughput import measure
 

@@ -39,7 +39,7 @@ def start_builtin(
     """The same events, windowed count with watermark, append mode, noop sink."""
     spec = GeneratorSpec(rows_per_second=rows_per_batch, keys=keys, start_ms=start_ms)
     counts = (
-        read_generator(spark, spec, 1000)
+        read_generator(spark, spec, rows_per_batch)
         .withWatermark("event_time", WATERMARK)
         .groupBy(F.window("event_time", WINDOW), F.col("campaign_id"))
         .count()

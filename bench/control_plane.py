@@ -1,15 +1,21 @@
-"""Control-plane benchmark: API request to driver pick-up, and websocket delivery to 20 clients.
+"""Control-plane benchmark: what a user waits for between an API request and its effect.
 
 Starts the whole product (web server, Celery worker and beat, embedded Postgres and Redis in a
-private folder), creates a job through the API, starts a run on Spark, connects `clients`
-websocket clients to the run's live channel, then sends `rescales` rescale requests through the
-API. Figures:
+private folder), creates a job through the API, starts a run on Spark (1 s epochs), connects
+`clients` websocket clients to the run's live channel, then sends `rescales` rescale requests
+through the API, one after the other. Figures (p50 and p99 over the requests or deliveries):
 
-- control latency: from the moment the API request is sent to the moment the driver picked the
-  command up (the driver stamps the pick-up in its acknowledgement), p50 and p99;
-- delivery latency: from the moment the driver host published an epoch's metrics to the moment
-  each websocket client received them, p50 and p99 over all clients and epochs;
-- bytes per epoch: the size of one epoch's live update on the wire.
+- `api_to_pickup_ms`: from the moment the API request is sent to the moment the driver picked
+  the command up (the driver stamps the pick-up in its acknowledgement);
+- `request_to_applied_ms`: from the API request to the end of the first epoch committed at the
+  new parallelism (the record's `applied_at`, which the driver's acknowledgement stamps);
+- `ws_delivery_ms`: from the moment the driver host published an epoch to the moment each
+  websocket client received it, over all clients and epochs.
+
+The hops of the first figure are printed as context: API request -> the record inserted (its
+`requested_at`: HTTP, authentication, the run's row lock, planning), record -> command appended
+to the run's control stream (the command's `requested_at`: audit entry, commit, XADD), append
+-> the driver's pick-up; and the API's answer.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import json
 import statistics
 import sys
 import time
+from datetime import datetime
 from typing import Any
 
 from webapp.launcher.private_stack import ApiClient, PrivateStack, wait_for
@@ -50,15 +57,27 @@ def measure(*, clients: int = 20, rescales: int = 20) -> dict[str, Any]:
         _progress(f"run {run_id} started; waiting for its first epochs")
         wait_for(lambda: (api.get(f"/api/runs/{run_id}").get("epoch") or -1) >= 2,
                  timeout=300, what="the first epochs")
-        delivery, sizes, control = asyncio.run(
+        delivery, sizes, samples = asyncio.run(
             _measure_live(api, stack.port, run_id, clients=clients, rescales=rescales))
         api.post(f"/api/runs/{run_id}/stop", {})
-    return {
-        "control_latency_ms_p50": _pct(control, 50), "control_latency_ms_p99": _pct(control, 99),
-        "rescales": len(control), "ws_clients": clients,
-        "ws_delivery_ms_p50": _pct(delivery, 50), "ws_delivery_ms_p99": _pct(delivery, 99),
-        "ws_bytes_per_epoch": round(statistics.median(sizes)) if sizes else None,
-    }
+    return {**figures(samples, delivery, clients),
+            "ws_bytes_per_epoch": round(statistics.median(sizes)) if sizes else None}
+
+
+def figures(samples: list[dict[str, float]], delivery: list[float],
+            clients: int) -> dict[str, Any]:
+    """The JSON line: headline figures first, then the hops as context."""
+    def pct(name: str, q: int) -> float | None:
+        return _pct([s[name] for s in samples if s.get(name) is not None], q)
+
+    result: dict[str, Any] = {}
+    for name in ("api_to_pickup_ms", "request_to_applied_ms"):
+        result[f"{name}_p50"], result[f"{name}_p99"] = pct(name, 50), pct(name, 99)
+    result |= {"ws_delivery_ms_p50": _pct(delivery, 50), "ws_delivery_ms_p99": _pct(delivery, 99),
+               "clients": clients, "rescales": len(samples)}
+    for name in ("api_answer_ms", "api_to_record_ms", "record_to_send_ms", "send_to_pickup_ms"):
+        result[f"{name}_p50"], result[f"{name}_p99"] = pct(name, 50), pct(name, 99)
+    return result
 
 
 async def _measure_live(api, port, run_id, *, clients, rescales):
@@ -71,13 +90,13 @@ async def _measure_live(api, port, run_id, *, clients, rescales):
                                         additional_headers=headers, max_size=None)
                for _ in range(clients)]
     readers = [asyncio.create_task(_read(ws, delivery, sizes)) for ws in sockets]
-    control = await asyncio.to_thread(_rescale_loop, api, run_id, rescales)
+    samples = await asyncio.to_thread(_rescale_loop, api, run_id, rescales)
     await asyncio.sleep(2)
     for reader in readers:
         reader.cancel()
     for ws in sockets:
         await ws.close()
-    return delivery, sizes, control
+    return delivery, sizes, samples
 
 
 async def _read(ws, delivery: list[float], sizes: list[int]) -> None:
@@ -90,21 +109,40 @@ async def _read(ws, delivery: list[float], sizes: list[int]) -> None:
             sizes.append(len(raw.encode()))
 
 
-def _rescale_loop(api: ApiClient, run_id: int, rescales: int) -> list[float]:
-    latencies = []
+def _rescale_loop(api: ApiClient, run_id: int, rescales: int) -> list[dict[str, float]]:
+    samples = []
     for i in range(rescales):
+        time.sleep(0.3 + (0.07 * i) % 0.7)  # requests land at different points of an epoch
         sent_ms = time.time() * 1000.0
         answer = api.post(f"/api/runs/{run_id}/reconfigurations", {
             "kind": "rescale", "operator": "counts", "parallelism": 3 if i % 2 == 0 else 2,
             "reason": "control-plane benchmark", "request_id": f"bench-{i}"})
+        answered_ms = time.time() * 1000.0
         record = wait_for(lambda rid=answer["id"]: _settled(api, rid), timeout=60,
-                          what="an acknowledgement")
-        ack = (record.get("acks") or [{}])[0]
-        if record["status"] == "applied" and ack.get("picked_up_at_ms"):
-            latencies.append(ack["picked_up_at_ms"] - sent_ms)
+                          what="an acknowledgement", interval=0.05)
+        if record["status"] == "applied":
+            samples.append(_sample(record, sent_ms, answered_ms))
         _progress(f"rescale {i + 1}/{rescales}: {record['status']} at epoch "
-                  f"{record['applied_epoch']}")
-    return latencies
+                  f"{record['applied_epoch']}: {samples[-1] if samples else ''}")
+    return samples
+
+
+def _sample(record: dict[str, Any], sent_ms: float, answered_ms: float) -> dict[str, float]:
+    ack = record["acks"][0]
+    applied_ms = _ms(record["applied_at"])
+    recorded_ms = _ms(record["requested_at"])
+    return {
+        "api_to_pickup_ms": ack["picked_up_at_ms"] - sent_ms,
+        "request_to_applied_ms": applied_ms - sent_ms,
+        "api_answer_ms": answered_ms - sent_ms,
+        "api_to_record_ms": recorded_ms - sent_ms,
+        "record_to_send_ms": ack["requested_at_ms"] - recorded_ms,
+        "send_to_pickup_ms": ack["picked_up_at_ms"] - ack["requested_at_ms"],
+    }
+
+
+def _ms(iso: str) -> float:
+    return datetime.fromisoformat(iso).timestamp() * 1000.0
 
 
 def _settled(api: ApiClient, reconfiguration_id: int) -> dict | None:
@@ -113,10 +151,11 @@ def _settled(api: ApiClient, reconfiguration_id: int) -> dict | None:
 
 
 def _pct(values: list[float], q: int) -> float | None:
+    """Nearest-rank percentile (p99 of 20 samples is the largest)."""
     if not values:
         return None
     ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(len(ordered) * q / 100))], 1)
+    return round(ordered[min(len(ordered) - 1, max(0, -(-len(ordered) * q // 100) - 1))], 1)
 
 
 def _progress(message: str) -> None:

@@ -65,6 +65,8 @@ def measure(
         progress = run_vsn(spark, rows_per_batch, epochs, parallelism)
         return [progress_ms(p) for p in progress[WARMUP:]]
 
+    from bench.redis_source import measure_redis_row
+
     builtin(), vsn()
     vsn_ms: list[float] = []
     spark_ms: list[float] = []
@@ -86,4 +88,5 @@ def measure(
         "vsn_rows_per_s": round(vsn_rate),
         "spark_rows_per_s": round(spark_rate),
         "ratio": round(vsn_rate / spark_rate, 3),
+        "redis_stream": measure_redis_row(spark),
     }

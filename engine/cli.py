@@ -228,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     # Listed for --help only; main() hands `run` to the Spark runtime before parsing.
     commands.add_parser("run", add_help=False,
                         help="run a job on Spark: run DAG.json --checkpoint DIR [--master URL]")
+    commands.add_parser("produce", add_help=False,
+                        help="write generator events to a Redis stream: produce REDIS_URL "
+                             "--stream NAME --keys K (--count N | --rate R)")
     return parser
 
 
@@ -239,6 +242,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from engine.runtime.cli import main_run
 
         return main_run(arguments[1:])
+    if arguments[:1] == ["produce"]:
+        from engine.runtime.broker.produce_cli import main_produce
+
+        return main_produce(arguments[1:])
     args = build_parser().parse_args(arguments)
     try:
         result = args.run(args)

@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -13,6 +14,17 @@ import pytest
 logging.getLogger("py4j").setLevel(logging.WARNING)
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# Fixtures through which a test reaches PostgreSQL or Redis; a test using one is marked
+# ``services``, so ``make test-external`` can run exactly those against other servers.
+_SERVICE_FIXTURES = {"service_urls", "db", "transactional_db", "live_server", "django_db_setup"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.services)
 
 
 @pytest.fixture(scope="session")
@@ -37,3 +49,8 @@ def service_urls() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def python_executable() -> str:
     return sys.executable
+
+
+def with_database(url: str, name: str) -> str:
+    """``url`` (``postgres://...``) naming database ``name`` instead."""
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))

@@ -3,6 +3,8 @@
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+# Names this process's database connections (pg_stat_activity.application_name).
+os.environ["PGAPPNAME"] = "streamscale-web"
 
 from django.core.asgi import get_asgi_application  # noqa: E402
 
@@ -11,14 +13,18 @@ django_asgi = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from webapp.bounded import BoundedWorkers  # noqa: E402
 from webapp.live.auth import BearerTokenWebsocketMiddleware  # noqa: E402
 from webapp.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": ASGIStaticFilesHandler(django_asgi),
+        "http": ASGIStaticFilesHandler(BoundedWorkers(
+            django_asgi, threads=settings.WEB_THREADS, queue=settings.WEB_QUEUE,
+            wait_s=settings.WEB_QUEUE_WAIT_S)),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(BearerTokenWebsocketMiddleware(URLRouter(websocket_urlpatterns)))
         ),

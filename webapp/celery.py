@@ -5,6 +5,7 @@ import os
 from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+os.environ.setdefault("PGAPPNAME", "streamscale-celery")  # names its database connections
 
 app = Celery("webapp")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,17 @@ class Config:
     allowed_hosts: tuple[str, ...]
     debug: bool
     audit_retention_days: int
+    data_dir: Path
+    sink_database_url: str | None
+    sink_schema: str
+    admin_password: str | None
+    secure_cookies: bool
+    web_workers: int
+    web_threads: int
+    web_queue: int
+    metrics_full_resolution_s: int
+    state_redis_url: str | None = None
+    run_start_timeout_s: int = 300
 
 
 def load_config(environ: Mapping[str, str] | None = None) -> Config:
@@ -43,19 +55,41 @@ def load_config(environ: Mapping[str, str] | None = None) -> Config:
     env = os.environ if environ is None else environ
     database_url = _optional(env, "DATABASE_URL")
     redis_url = _optional(env, "REDIS_URL")
+    state_redis_url = _optional(env, "STATE_REDIS_URL")
     if database_url is not None:
         parse_database_url(database_url)
     if redis_url is not None:
         _check_redis_url(redis_url)
+    var_dir = Path(env.get("STREAMSCALE_VAR_DIR") or BASE_DIR / "var").resolve()
+    sink_database_url = _optional(env, "STREAMSCALE_SINK_DSN")
+    if sink_database_url is not None:
+        parse_database_url(sink_database_url, variable="STREAMSCALE_SINK_DSN")
+    debug = _bool(env, "DEBUG", default=False)
+    allowed_hosts = _allowed_hosts(env)
+    if state_redis_url is not None:
+        _check_redis_url(state_redis_url, name="STATE_REDIS_URL")
     return Config(
-        var_dir=Path(env.get("STREAMSCALE_VAR_DIR") or BASE_DIR / "var").resolve(),
+        var_dir=var_dir,
         database_url=database_url,
         redis_url=redis_url,
         spark_master=_spark_master(env),
-        secret_key=_secret_key(env),
-        allowed_hosts=_allowed_hosts(env),
-        debug=_bool(env, "DEBUG", default=False),
+        secret_key=_secret_key(env, var_dir),
+        allowed_hosts=allowed_hosts,
+        debug=debug,
         audit_retention_days=_positive_int(env, "AUDIT_RETENTION_DAYS", default=365),
+        data_dir=_data_dir(env, var_dir),
+        sink_database_url=sink_database_url,
+        sink_schema=_sink_schema(env),
+        admin_password=_optional(env, "STREAMSCALE_ADMIN_PASSWORD"),
+        # Off only where every host is this machine: browsers keep Secure cookies on HTTPS.
+        secure_cookies=_bool(env, "SECURE_COOKIES",
+                             default=not debug and not _loopback_only(allowed_hosts)),
+        state_redis_url=state_redis_url,
+        run_start_timeout_s=_positive_int(env, "RUN_START_TIMEOUT_S", default=300),
+        web_workers=_positive_int(env, "WEB_WORKERS", default=2),
+        web_threads=_positive_int(env, "WEB_THREADS", default=4),
+        web_queue=_positive_int(env, "WEB_QUEUE", default=256),
+        metrics_full_resolution_s=_positive_int(env, "METRICS_FULL_RESOLUTION_S", default=3600),
     )
 
 
@@ -89,14 +123,43 @@ def _positive_int(env: Mapping[str, str], name: str, *, default: int) -> int:
     return value
 
 
-def _secret_key(env: Mapping[str, str]) -> str:
+def _secret_key(env: Mapping[str, str], var_dir: Path) -> str:
     value = env.get("SECRET_KEY")
     if value is None:
-        # A stable per-checkout key keeps sessions valid across restarts of the embedded setup.
-        return "streamscale-local-" + str(BASE_DIR)
+        return _stored_secret_key(var_dir / "secret_key")
     if len(value.strip()) < 16:
         raise ConfigError("SECRET_KEY must be at least 16 characters long")
     return value
+
+
+def _stored_secret_key(path: Path) -> str:
+    """A random key made on first start and kept (readable by its owner only), so sessions
+    stay valid across restarts and no two installations share one."""
+    from webapp.embedded.credentials import stored_secret
+
+    return stored_secret(path, lambda: secrets.token_urlsafe(48))
+
+
+def _data_dir(env: Mapping[str, str], var_dir: Path) -> Path:
+    raw = env.get("STREAMSCALE_DATA_DIR")
+    path = Path(raw).resolve() if raw and raw.strip() else var_dir / "data"
+    for static in (BASE_DIR / "static", var_dir / "static"):
+        if path == static.resolve() or static.resolve() in path.parents:
+            raise ConfigError(f"STREAMSCALE_DATA_DIR={str(path)!r} is inside the served static "
+                              f"folder {str(static)!r}: jobs' files would be public")
+    return path
+
+
+def _sink_schema(env: Mapping[str, str]) -> str:
+    value = env.get("STREAMSCALE_SINK_SCHEMA", "").strip() or "streamscale_sink"
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", value) or value in ("public", "pg_catalog"):
+        raise ConfigError(f"STREAMSCALE_SINK_SCHEMA={value!r} must be a lower-case plain name "
+                          "other than public")
+    return value
+
+
+def _loopback_only(hosts: tuple[str, ...]) -> bool:
+    return all(h in ("127.0.0.1", "localhost", "[::1]", "testserver") for h in hosts)
 
 
 def _allowed_hosts(env: Mapping[str, str]) -> tuple[str, ...]:
@@ -123,14 +186,14 @@ def _spark_master(env: Mapping[str, str]) -> str:
     )
 
 
-def _check_redis_url(url: str) -> None:
+def _check_redis_url(url: str, *, name: str = "REDIS_URL") -> None:
     parts = urlsplit(url)
     if parts.scheme not in {"redis", "rediss"} or not parts.hostname:
-        raise ConfigError(f"REDIS_URL={url!r} is not a redis:// URL with a host")
-    _check_port("REDIS_URL", url, parts)
+        raise ConfigError(f"{name}={url!r} is not a redis:// URL with a host")
+    _check_port(name, url, parts)
     db = parts.path.lstrip("/")
     if db and not db.isdigit():
-        raise ConfigError(f"REDIS_URL={url!r} has a database {db!r} that is not a number")
+        raise ConfigError(f"{name}={url!r} has a database {db!r} that is not a number")
 
 
 def _check_port(name: str, url: str, parts) -> None:  # noqa: ANN001 - SplitResult
@@ -140,7 +203,7 @@ def _check_port(name: str, url: str, parts) -> None:  # noqa: ANN001 - SplitResu
         raise ConfigError(f"{name}={url!r} has an invalid port") from None
 
 
-def parse_database_url(url: str) -> dict[str, object]:
+def parse_database_url(url: str, variable: str = "DATABASE_URL") -> dict[str, object]:
     """Turn a postgres:// URL into Django's DATABASES entry; raise ConfigError if it is not one.
 
     A unix socket directory may be given as `?host=/path`, as libpq allows.
@@ -148,18 +211,18 @@ def parse_database_url(url: str) -> dict[str, object]:
     parts = urlsplit(url)
     if parts.scheme not in {"postgres", "postgresql"}:
         raise ConfigError(
-            f"DATABASE_URL={url!r} is not a postgres:// URL (only PostgreSQL is used)"
+            f"{variable}={url!r} is not a postgres:// URL (only PostgreSQL is used)"
         )
-    _check_port("DATABASE_URL", url, parts)
+    _check_port(variable, url, parts)
     name = unquote(parts.path.lstrip("/"))
     if not name:
         raise ConfigError(
-            f"DATABASE_URL={url!r} names no database (postgres://user@host:port/NAME)"
+            f"{variable}={url!r} names no database (postgres://user@host:port/NAME)"
         )
     query = parse_qs(parts.query)
     host = query.get("host", [parts.hostname or ""])[0]
     if not host:
-        raise ConfigError(f"DATABASE_URL={url!r} names no host")
+        raise ConfigError(f"{variable}={url!r} names no host")
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": name,
@@ -167,7 +230,10 @@ def parse_database_url(url: str) -> dict[str, object]:
         "PASSWORD": unquote(parts.password or ""),
         "HOST": host,
         "PORT": str(parts.port or ""),
-        "CONN_MAX_AGE": 0,
+        # Connections last between requests (the web server has a fixed set of request
+        # threads, see webapp.bounded) and are checked before reuse.
+        "CONN_MAX_AGE": 600,
+        "CONN_HEALTH_CHECKS": True,
     }
 
 

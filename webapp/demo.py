@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 
 from webapp.accounts.models import User
 from webapp.accounts.roles import Role
 from webapp.accounts.services import user_create
+from webapp.demo_stream import DEMO_EVENT_SCHEMA, DEMO_STREAM
 from webapp.jobs.models import Job, Trigger
 from webapp.jobs.services import job_create
 from webapp.runs.services import run_start
 
 DEMO_USERNAME = "admin"
-DEMO_PASSWORD = "streamscale"  # noqa: S105 - a local demo account, printed at start-up
 
 DEMO_DAG = {
     "name": "campaign-views",
     "key_groups": 128,
     "operators": [
-        {"id": "events", "type": "source.generator",
-         "params": {"rows_per_second": 5000, "keys": 2000}},
+        {"id": "events", "type": "source.redis_stream",
+         "params": {"url": "env:REDIS_URL", "streams": [DEMO_STREAM], "start": "latest",
+                    "schema": DEMO_EVENT_SCHEMA, "time_field": "event_time"}},
         {"id": "views", "type": "filter", "params": {"condition": "event_type = 'view'"}},
         {"id": "counts", "type": "window_aggregate", "parallelism": 2,
          "params": {"key": ["campaign_id"], "time": "event_time", "window": "10 seconds",
@@ -36,7 +39,7 @@ DEMO_DAG = {
 @dataclass(frozen=True)
 class DemoResult:
     username: str
-    password: str
+    password: str | None  # shown once: when the account is created
     created_user: bool
     job_id: int | None
     job_name: str
@@ -48,8 +51,11 @@ def demo_ensure() -> DemoResult:
     with transaction.atomic():
         admin = User.objects.filter(username=DEMO_USERNAME).first()
         created = admin is None
+        password = None
         if created:
-            admin = user_create(username=DEMO_USERNAME, role=Role.ADMIN, password=DEMO_PASSWORD)
+            # STREAMSCALE_ADMIN_PASSWORD, or a random one that start-up prints this once.
+            password = settings.ADMIN_PASSWORD or secrets.token_urlsafe(12)
+            admin = user_create(username=DEMO_USERNAME, role=Role.ADMIN, password=password)
         job = Job.objects.filter(name=DEMO_DAG["name"]).first()
         run_id = None
         if job is None:
@@ -58,4 +64,4 @@ def demo_ensure() -> DemoResult:
             ).job
             # A fresh installation shows a live job; a demo run someone stopped stays stopped.
             run_id = run_start(job_id=job.pk, version=None, actor=admin, trigger=Trigger.USER).pk
-    return DemoResult(DEMO_USERNAME, DEMO_PASSWORD, created, job.pk, job.name, run_id)
+    return DemoResult(DEMO_USERNAME, password, created, job.pk, job.name, run_id)

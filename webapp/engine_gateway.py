@@ -12,6 +12,8 @@ from typing import Any
 from django.conf import settings
 
 from engine.dag import JobGraph, max_parallelism, parse_job_graph, pinned_reason
+from engine.dag.expressions import ExpressionParserUnavailable
+from engine.dag.secrets import masked_document, unmasked_document
 from engine.errors import DagValidationError, EngineError
 from engine.planner import diff_plans, plan_job
 from engine.policies import compute_etp, parse_rates, plan_scale_out, recommend_parallelism
@@ -23,13 +25,29 @@ CONTROL_PREFIX = "streamscale:"
 STATE_SHAPING_PARAMS = ("key", "time", "window", "slide", "aggregates", "within")
 
 
+def dag_shown(document: Any) -> Any:
+    """The document as pages and API answers show it: broker passwords masked."""
+    return masked_document(document)
+
+
+def dag_with_secrets(document: Any, previous: Any) -> Any:
+    """A saved document with the passwords it shows masked taken from ``previous``."""
+    return unmasked_document(document, previous)
+
+
 def dag_problems(document: Any) -> list[dict[str, str]]:
     """Every problem of a DAG document, each naming the operator or edge; empty when valid."""
     try:
         parse_job_graph(document)
     except DagValidationError as error:
         return [{"where": p.where, "message": p.message} for p in error.problems]
+    except ExpressionParserUnavailable as error:
+        raise ParserUnavailable(str(error)) from None
     return []
+
+
+class ParserUnavailable(ServiceError):
+    status = 503
 
 
 def dag_normalized(document: dict[str, Any]) -> dict[str, Any]:
@@ -47,11 +65,25 @@ def dag_parallelism(document: dict[str, Any]) -> dict[str, int]:
     return {op.id: op.parallelism for op in parse_job_graph(document).operators}
 
 
+def dag_assignment(document: dict[str, Any]) -> dict[str, list[list[int]]]:
+    """Key-group owners of each keyed operator at the start of a run, as the driver's acks
+    show them: [[first key group, last key group, instance], ...]."""
+    from engine.runtime.run_config import describe, initial_config
+
+    config = initial_config(parse_job_graph(document))
+    return {op: describe(config, op)["ranges"] for op, c in config.items() if c.owners is not None}
+
+
 def dag_limits(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Per operator: the largest parallelism it may take and, if pinned to 1, why."""
+    """Per operator: the largest parallelism it may take, if pinned to 1 why, and if its
+    parallelism cannot change live (sinks, sources Spark reads itself) why."""
+    from engine.policies.autoscale import parallelism_limits
+
     graph = parse_job_graph(document)
+    _, fixed = parallelism_limits(graph)
     return {
-        op.id: {"max": max_parallelism(graph, op), "pinned_reason": pinned_reason(op)}
+        op.id: {"max": max_parallelism(graph, op), "pinned_reason": pinned_reason(op),
+                "fixed_reason": None if pinned_reason(op) else fixed.get(op.id)}
         for op in graph.operators
     }
 
@@ -62,6 +94,11 @@ def plan_rescale(document: dict[str, Any], *, operator: Any, parallelism: Any) -
     op = _operator(graph, operator)
     if not isinstance(parallelism, int) or isinstance(parallelism, bool):
         raise _problem("field parallelism", "must be a whole number")
+    from engine.policies.autoscale import parallelism_limits
+
+    fixed = parallelism_limits(graph)[1].get(op.id)
+    if fixed is not None and pinned_reason(op) is None:
+        raise _problem("field operator", f"{operator!r} {fixed}")
     limit = max_parallelism(graph, op)
     if parallelism < 1 or parallelism > limit:
         reason = pinned_reason(op)
@@ -142,6 +179,21 @@ def plan_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     return diff_plans(plan_job(parse_job_graph(before)), plan_job(parse_job_graph(after))).to_dict()
 
 
+def plan_acknowledged(before: dict[str, Any], *, acks: list[dict[str, Any]]) -> dict[str, Any]:
+    """`before` with exactly what the driver acknowledged as applied: each applied command's
+    operator at the parallelism and params its ack reports."""
+    graph = original = parse_job_graph(before)
+    for ack in acks:
+        after, op_id = ack.get("after") or {}, ack.get("operator")
+        if ack.get("status") != "applied" or not op_id or "parallelism" not in after:
+            continue
+        if int(after["parallelism"]) != graph.operator(op_id).parallelism:
+            graph = graph.with_parallelism(op_id, int(after["parallelism"]))
+        if "params" in after and after["params"] != dict(graph.operator(op_id).params):
+            graph = graph.with_params(op_id, after["params"])
+    return before if graph is original else graph.to_dict()
+
+
 def commands_between(
     before: dict[str, Any], after: dict[str, Any], *, request_id: str
 ) -> list[dict[str, str]]:
@@ -194,6 +246,26 @@ def rates_recommend(document: dict[str, Any], rates: dict[str, Any]) -> dict[str
     """DS2's parallelism for each non-source operator at the measured source rates."""
     graph = parse_job_graph(document)
     return recommend_parallelism(graph, _rates(rates, graph))
+
+
+def load_decide(
+    document: dict[str, Any], *, epochs: list[dict[str, Any]], min_parallelism: int,
+    max_parallelism: int | None, window_epochs: int = 3,
+) -> dict[str, Any]:
+    """The autoscaler's decision (up, down, hold or wait, with its changes, reasons and the
+    figures that drove it) from the stored load of the epochs since the last change."""
+    from engine.policies.autoscale import (
+        AutoscaleSettings,
+        autoscale_decide,
+        parallelism_limits,
+    )
+
+    graph = parse_job_graph(document)
+    settings = AutoscaleSettings(min_parallelism=min_parallelism,
+                                 max_parallelism=max_parallelism, window_epochs=window_epochs)
+    limits, fixed = parallelism_limits(graph)
+    usable = [e for e in epochs if e.get("operators") and set(e["operators"]) == set(limits)]
+    return autoscale_decide(graph, usable, settings, limits, fixed).to_dict()
 
 
 def _channel(run_id: int):
@@ -259,33 +331,37 @@ def _problem(where: str, message: str) -> ServiceError:
 def run_driver(
     *, document: dict[str, Any], run_id: int, checkpoint: str, master: str, host: Any,
     stop_requested: Any, running: Any = None,
-) -> str:
-    """Run a job on Spark in this process until it ends; returns "stopped" (asked through the
-    control channel), "failed", or "suspended" (when `stop_requested` was set: the query stops
-    cleanly and the run resumes from its checkpoint when a driver starts again).
+) -> tuple[str, str]:
+    """Run a job on Spark in this process until it ends; returns its status and, for a failure,
+    the cause in one line. The status is "stopped" (asked through the control channel),
+    "failed", or "suspended" (when `stop_requested` was set: the query stops cleanly after its
+    epoch in progress and the run resumes from its checkpoint when a driver starts again).
 
     `host` implements the engine's ports (metrics publisher, reconfiguration recorder);
     `running` (an Event), if given, is set once the query runs. Imports PySpark, so only the
     driver process calls it.
     """
     from engine.runtime.api import start_run, stop_run
+    from engine.runtime.errors import failure_summary
 
     # On a cluster the executors may sit on other machines: state goes to the networked store.
     on_cluster = master.startswith("spark://")
     run = start_run(
         document, checkpoint=checkpoint, publisher=host, recorder=host, run_id=str(run_id),
         master=master, control_url=settings.REDIS_URL, control_prefix=CONTROL_PREFIX,
-        state_url=settings.REDIS_URL if on_cluster else None,
+        state_url=settings.STATE_REDIS_URL if on_cluster else None,
     )
     if running is not None:
         running.set()
     while True:
         status = run.wait(timeout_s=0.5)
+        if status == "failed" and run.error is not None:
+            return status, failure_summary(run.error)
         if status in ("stopped", "failed"):
-            return status
+            return status, ""
         if stop_requested.is_set():
             stop_run(run)
-            return "suspended"
+            return "suspended", ""
 
 
 def operator_catalog() -> list[dict[str, Any]]:

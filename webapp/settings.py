@@ -26,10 +26,33 @@ def _service_urls() -> tuple[str, str]:
     return database_url, redis_url
 
 
+def _state_redis_url() -> str | None:
+    """The Redis of the keyed state, needed on a standalone cluster only: the configured one,
+    or a private one under var/ that fsyncs every write."""
+    if CONFIG.state_redis_url is not None or not CONFIG.spark_master.startswith("spark://"):
+        return CONFIG.state_redis_url
+    from webapp import embedded
+
+    return embedded.ensure_state_redis(var_dir=CONFIG.var_dir)
+
+
 DATABASE_URL, REDIS_URL = _service_urls()
+STATE_REDIS_URL = _state_redis_url()
 SPARK_MASTER = CONFIG.spark_master
 VAR_DIR = CONFIG.var_dir
 AUDIT_RETENTION_DAYS = CONFIG.audit_retention_days
+RUN_START_TIMEOUT_S = CONFIG.run_start_timeout_s
+DATA_DIR = CONFIG.data_dir
+# Jobs' Postgres sinks write only to this database and schema, never the product's tables.
+SINK_DATABASE_URL = CONFIG.sink_database_url or DATABASE_URL
+SINK_SCHEMA = CONFIG.sink_schema
+ADMIN_PASSWORD = CONFIG.admin_password
+# The web server's request threads (each holds at most one database connection) and how many
+# requests may wait for one before the rest are answered 503 (see webapp.bounded).
+WEB_THREADS = CONFIG.web_threads
+WEB_QUEUE = CONFIG.web_queue
+WEB_QUEUE_WAIT_S = 10.0
+METRICS_FULL_RESOLUTION_S = CONFIG.metrics_full_resolution_s
 
 SECRET_KEY = CONFIG.secret_key
 DEBUG = CONFIG.debug
@@ -55,6 +78,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "webapp.security_headers.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "webapp.accounts.middleware.BearerTokenMiddleware",
@@ -62,6 +86,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "webapp.dependencies.DependencyErrorsMiddleware",
 ]
 
 ROOT_URLCONF = "webapp.urls"
@@ -109,6 +134,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BEAT_SCHEDULE = {
     "audit-prune-daily": {"task": "webapp.audit.tasks.audit_prune", "schedule": 24 * 3600.0},
+    # Per-epoch metrics past METRICS_FULL_RESOLUTION_S become one-minute roll-ups.
+    "metrics-compact": {"task": "webapp.jobs.tasks.metrics_compact", "schedule": 60.0,
+                        "options": {"expires": 60.0}},
     # Drivers that die are noticed within this period and restarted from their checkpoints.
     "runs-watch": {"task": "webapp.runs.tasks.runs_watch", "schedule": 2.0,
                    "options": {"expires": 2.0}},
@@ -117,8 +145,11 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
-     "OPTIONS": {"min_length": 8}},
+     "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
 LANGUAGE_CODE = "en-us"
@@ -131,6 +162,14 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
 
 SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = CONFIG.secure_cookies
+CSRF_COOKIE_SECURE = CONFIG.secure_cookies
+SESSION_COOKIE_SAMESITE = "Lax"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+# Behind a TLS-terminating proxy, trust its scheme header only when cookies are Secure.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if CONFIG.secure_cookies else None
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000_000
 CSRF_COOKIE_HTTPONLY = False  # the pages' scripts send it back as X-CSRFToken
 CSRF_FAILURE_VIEW = "webapp.api.http.csrf_failure"
 X_FRAME_OPTIONS = "DENY"

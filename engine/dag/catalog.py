@@ -22,7 +22,7 @@ ParamKind = Literal[
     "int",
     "non_negative_float",
     "string",
-    "identifier",  # SQL table name: [A-Za-z_][A-Za-z0-9_]* (optionally schema.table)
+    "identifier",  # SQL table name: [A-Za-z_][A-Za-z0-9_]*, at most 63 characters
     "expression",  # Spark SQL expression
     "interval",  # "10 seconds"
     "columns",  # list of column names
@@ -32,6 +32,11 @@ ParamKind = Literal[
     "schema",  # mapping column -> type name
     "string_list",
     "file_format",  # json | csv | parquet
+    "data_path",  # a folder relative to the data folder, without ".."
+    "redis_url",  # redis://[user:password@]host[:port][/db], rediss:// or unix://
+    "stream_names",  # non-empty list of distinct stream keys
+    "stream_start",  # earliest | latest | mapping stream -> entry id
+    "stream_payload",  # fields | json
 ]
 
 
@@ -44,6 +49,7 @@ class ParamSpec:
     required: bool = False
     default: Any = None
     doc: str = ""
+    maximum: float | None = None
 
 
 @dataclass(frozen=True)
@@ -89,38 +95,79 @@ COLUMN_TYPES = frozenset(
 
 
 def _p(name: str, kind: ParamKind, required: bool = False, default: Any = None,
-       doc: str = "") -> ParamSpec:
-    return ParamSpec(name=name, kind=kind, required=required, default=default, doc=doc)
+       doc: str = "", maximum: float | None = None) -> ParamSpec:
+    return ParamSpec(name=name, kind=kind, required=required, default=default, doc=doc,
+                     maximum=maximum)
+
+
+MAX_ROWS_PER_SECOND = 10_000_000
 
 
 _SOURCES = (
     OperatorType(
         "source.generator", "source", "stateless", "any",
         params=(
-            _p("rows_per_second", "positive_int", required=True, doc="rows emitted per second"),
-            _p("keys", "positive_int", default=1000, doc="distinct campaign_id values"),
-            _p("skew", "non_negative_float", default=0.0, doc="Zipf-like exponent; 0 = uniform"),
-            _p("seed", "int", default=0, doc="random seed; same seed, same rows"),
+            _p("rows_per_second", "positive_int", required=True, doc="rows emitted per second",
+               maximum=MAX_ROWS_PER_SECOND),
+            _p("keys", "positive_int", default=1000, doc="distinct campaign_id values",
+               maximum=1_000_000_000),
+            _p("skew", "non_negative_float", default=0.0, doc="Zipf-like exponent; 0 = uniform",
+               maximum=10.0),
+            _p("seed", "int", default=0, doc="random seed; same seed, same rows",
+               maximum=2**31 - 1),
             _p("event_types", "string_list", doc="subset of view, click, purchase"),
+            _p("max_rows_per_epoch", "positive_int",
+               doc="cap on rows taken per epoch (default: 2 s of the rate); more due rows wait "
+                   "as backlog"),
         ),
         inputs=0,
         doc="Deterministic, replayable synthetic events with event time and skewable keys.",
     ),
     OperatorType(
         "source.rate", "source", "stateless", "any",
-        params=(_p("rows_per_second", "positive_int", required=True),),
+        params=(
+            _p("rows_per_second", "positive_int", required=True, maximum=MAX_ROWS_PER_SECOND),
+            _p("max_rows_per_epoch", "positive_int",
+               doc="cap on rows taken per epoch (default: 2 s of the rate); more due rows wait "
+                   "as backlog"),
+        ),
         inputs=0,
-        doc="Spark's rate source: (timestamp, value) rows at a fixed rate.",
+        doc="(timestamp, value) rows at a fixed rate, value i due at start + i / rate.",
     ),
     OperatorType(
         "source.files", "source", "stateless", "any",
         params=(
-            _p("path", "string", required=True),
+            _p("path", "data_path", required=True, doc="folder inside the data folder"),
             _p("format", "file_format", required=True),
             _p("schema", "schema", doc="column -> type; needed for column checks downstream"),
+            _p("max_files_per_trigger", "positive_int", doc="files per epoch; omitted = all new"),
         ),
         inputs=0,
         doc="New files of a directory (JSON, CSV or Parquet).",
+    ),
+    OperatorType(
+        "source.redis_stream", "source", "stateless", "any",
+        params=(
+            _p("url", "redis_url", required=True, doc="the broker; its password is never shown"),
+            _p("streams", "stream_names", required=True, doc="stream keys, one partition each"),
+            _p("start", "stream_start", default="latest",
+               doc="earliest, latest, or {stream: entry id} to read after"),
+            _p("max_entries_per_epoch", "positive_int", default=10000,
+               doc="cap of entries read per epoch, all streams together", maximum=10_000_000),
+            _p("schema", "schema", required=True, doc="column -> type decoded from each entry"),
+            _p("payload", "stream_payload", default="fields",
+               doc="fields: one entry field per column; json: one field holds a JSON object"),
+            _p("payload_field", "string", default="data", doc="the JSON field (payload json)"),
+            _p("time_field", "column",
+               doc="a timestamp column of the schema holding event time; omitted: the "
+               "entry id's time as event_time"),
+            _p("reconnect_seconds", "non_negative_float", default=30.0,
+               doc="how long to wait for an unreachable broker before the run fails",
+               maximum=3600),
+        ),
+        inputs=0,
+        doc="Entries of Redis Streams, exactly once, with offsets in the run's checkpoint; "
+        "entries that do not fit the schema are counted as dead letters.",
     ),
 )
 
@@ -180,11 +227,13 @@ _SINKS = (
     OperatorType(
         "sink.postgres", "sink", "stateless", "exactly_one",
         params=(_p("table", "identifier", required=True),),
-        doc="Writes rows to a PostgreSQL table, committing with the epoch id.",
+        doc="Writes rows to a table of the sink schema, with the run id, committing with the "
+        "epoch id.",
     ),
     OperatorType(
         "sink.files", "sink", "stateless", "exactly_one",
-        params=(_p("path", "string", required=True), _p("format", "file_format", required=True)),
+        params=(_p("path", "data_path", required=True, doc="folder inside the data folder"),
+                _p("format", "file_format", required=True)),
         doc="Writes rows as files into a directory.",
     ),
     OperatorType(

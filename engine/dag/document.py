@@ -15,6 +15,10 @@ from engine.dag.syntax import OPERATOR_ID
 from engine.errors import Problem
 
 MAX_KEY_GROUPS = 32768
+MAX_OPERATORS = 500
+MAX_EDGES = 2000
+MAX_NAME_LENGTH = 200
+MAX_ID_LENGTH = 64
 
 
 @dataclass
@@ -36,7 +40,12 @@ def read_document(doc: Any) -> RawDocument:
         raw.problems.append(Problem("document", f"must be a JSON object, got {_kind(doc)}"))
         return raw
     _read_header(doc, raw)
-    _read_operators(doc.get("operators"), raw)
+    operators = doc.get("operators")
+    if isinstance(operators, list) and len(operators) > MAX_OPERATORS:
+        raw.problems.append(Problem("document", f"has {len(operators)} operators, at most "
+                                                f"{MAX_OPERATORS} are allowed"))
+        return raw
+    _read_operators(operators, raw)
     _read_edges(doc.get("edges", []), raw)
     return raw
 
@@ -54,6 +63,9 @@ def _read_header(doc: Mapping[str, Any], raw: RawDocument) -> None:
     name = doc.get("name", raw.name)
     if not isinstance(name, str) or not name.strip():
         raw.problems.append(Problem("document", f"'name' must be a non-empty string, got {name!r}"))
+    elif len(name) > MAX_NAME_LENGTH or not name.isprintable():
+        raw.problems.append(Problem("document", f"'name' must be at most {MAX_NAME_LENGTH} "
+                                                "printable characters"))
     else:
         raw.name = name
     key_groups = doc.get("key_groups", DEFAULT_KEY_GROUPS)
@@ -86,9 +98,13 @@ def _read_operator(index: int, item: Any, raw: RawDocument) -> Operator | None:
                                     f"must be an object, got {_kind(item)}"))
         return None
     op_id = item.get("id")
-    if not isinstance(op_id, str) or not OPERATOR_ID.match(op_id):
+    if not isinstance(op_id, str) or not OPERATOR_ID.match(op_id) or len(op_id) > MAX_ID_LENGTH:
+        shown = op_id if not isinstance(op_id, str) else op_id[:MAX_ID_LENGTH + 1]
         raw.problems.append(Problem(
-            f"operator #{index + 1}", f"'id' must match [a-z][a-z0-9_]*, got {op_id!r}"))
+            f"operator #{index + 1}",
+            f"'id' must match [a-z][a-z0-9_]*, got {shown!r}"
+            + (f" (at most {MAX_ID_LENGTH} characters)"
+               if isinstance(op_id, str) and len(op_id) > MAX_ID_LENGTH else "")))
         return None
     raw.declared_ids.add(op_id)
     where = f"operator {op_id!r}"
@@ -116,6 +132,10 @@ def _read_operator(index: int, item: Any, raw: RawDocument) -> Operator | None:
 def _read_edges(items: Any, raw: RawDocument) -> None:
     if not isinstance(items, list):
         raw.problems.append(Problem("document", f"'edges' must be a list, got {_kind(items)}"))
+        return
+    if len(items) > MAX_EDGES:
+        raw.problems.append(Problem("document", f"has {len(items)} edges, at most {MAX_EDGES} "
+                                                "are allowed"))
         return
     known = {op.id for op in raw.operators}
     seen: set[Edge] = set()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -75,6 +76,15 @@ class JobGraph:
     def __post_init__(self) -> None:
         object.__setattr__(self, "operators", tuple(self.operators))
         object.__setattr__(self, "edges", tuple(self.edges))
+        # Indexes built once, so graph checks stay linear in operators + edges.
+        parents: dict[str, list[str]] = {}
+        children: dict[str, list[str]] = {}
+        for e in self.edges:
+            parents.setdefault(e.target, []).append(e.source)
+            children.setdefault(e.source, []).append(e.target)
+        object.__setattr__(self, "_by_id", {op.id: op for op in self.operators})
+        object.__setattr__(self, "_parents", {k: tuple(v) for k, v in parents.items()})
+        object.__setattr__(self, "_children", {k: tuple(v) for k, v in children.items()})
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, JobGraph):
@@ -98,18 +108,15 @@ class JobGraph:
 
     def operator(self, op_id: str) -> Operator:
         """The operator with this id; KeyError if there is none."""
-        for op in self.operators:
-            if op.id == op_id:
-                return op
-        raise KeyError(op_id)
+        return self._by_id[op_id]  # type: ignore[attr-defined, no-any-return]
 
     def parents(self, op_id: str) -> tuple[str, ...]:
         """Ids of the operators with an edge into ``op_id``, in edge order."""
-        return tuple(e.source for e in self.edges if e.target == op_id)
+        return self._parents.get(op_id, ())  # type: ignore[attr-defined, no-any-return]
 
     def children(self, op_id: str) -> tuple[str, ...]:
         """Ids of the operators ``op_id`` has an edge to, in edge order."""
-        return tuple(e.target for e in self.edges if e.source == op_id)
+        return self._children.get(op_id, ())  # type: ignore[attr-defined, no-any-return]
 
     def sources(self) -> tuple[str, ...]:
         """Operators without inputs, in document order."""
@@ -153,16 +160,16 @@ def topological_order(ids: tuple[str, ...], edges: tuple[Edge, ...]) -> tuple[st
         if e.source in position and e.target in position:
             indegree[e.target] += 1
             children[e.source].append(e.target)
-    ready = sorted((op_id for op_id in ids if indegree[op_id] == 0), key=position.__getitem__)
+    ready = [position[op_id] for op_id in ids if indegree[op_id] == 0]
+    heapq.heapify(ready)
     order: list[str] = []
     while ready:
-        current = ready.pop(0)
+        current = ids[heapq.heappop(ready)]
         order.append(current)
         for child in children[current]:
             indegree[child] -= 1
             if indegree[child] == 0:
-                ready.append(child)
-                ready.sort(key=position.__getitem__)
+                heapq.heappush(ready, position[child])
     return tuple(order) if len(order) == len(ids) else None
 
 

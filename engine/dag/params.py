@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from engine.dag.catalog import COLUMN_TYPES, OPERATOR_TYPES, OperatorType, ParamSpec
+from engine.dag.expressions import expression_problems
 from engine.dag.model import Operator
 from engine.dag.syntax import (
     COLUMN_NAME,
     TABLE_NAME,
-    expression_problem,
     interval_seconds,
     parse_aggregate,
 )
 from engine.errors import Problem
 
 EVENT_TYPES = ("view", "click", "purchase")
+MAX_INT = 2**31 - 1
+MAX_STRING = 1000
+MAX_ENTRIES = 200
 FILE_FORMATS = ("json", "csv", "parquet")
+START_POSITIONS = ("earliest", "latest")
+PAYLOADS = ("fields", "json")
+ENTRY_ID = re.compile(r"^\d+(-\d+)?$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def params_with_defaults(op: Operator) -> dict[str, Any]:
@@ -52,7 +62,10 @@ def param_problems(op: Operator, op_type: OperatorType) -> list[Problem]:
 
 
 def _value_problem(spec: ParamSpec, value: Any) -> str | None:
-    return _CHECKS[spec.kind](value)
+    problem = _CHECKS[spec.kind](value)
+    if problem is None and spec.maximum is not None and abs(value) > spec.maximum:
+        return f"must be at most {spec.maximum:g} in size, got {value!r}"
+    return problem
 
 
 def _is_int(value: Any) -> bool:
@@ -62,22 +75,30 @@ def _is_int(value: Any) -> bool:
 def _positive_int(value: Any) -> str | None:
     if not _is_int(value) or value <= 0:
         return f"must be an integer > 0, got {value!r}"
+    if value > MAX_INT:
+        return f"must be an integer from 1 to {MAX_INT}, got {value!r}"
     return None
 
 
 def _int(value: Any) -> str | None:
-    return None if _is_int(value) else f"must be an integer, got {value!r}"
+    if not _is_int(value) or abs(value) > MAX_INT:
+        return f"must be an integer of at most {MAX_INT} in size, got {value!r}"
+    return None
 
 
 def _non_negative_float(value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         return f"must be a number >= 0, got {value!r}"
+    if not math.isfinite(value):
+        return f"must be a finite number >= 0, got {value!r}"
     return None
 
 
 def _string(value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return f"must be a non-empty string, got {value!r}"
+    if len(value) > MAX_STRING or not value.isprintable():
+        return f"must be at most {MAX_STRING} printable characters"
     return None
 
 
@@ -90,13 +111,18 @@ def _identifier(value: Any) -> str | None:
 def _expression(value: Any) -> str | None:
     if not isinstance(value, str):
         return f"must be a Spark SQL expression string, got {value!r}"
-    problem = expression_problem(value)
-    return None if problem is None else f"bad expression {value!r}: {problem}"
+    problems = expression_problems(value)
+    return None if not problems else f"bad expression {_short(value)}: {'; '.join(problems)}"
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def _interval(value: Any) -> str | None:
     if not isinstance(value, str) or interval_seconds(value) is None:
-        return f"must be an interval like '10 seconds' or '1 minute', got {value!r}"
+        return (f"must be an interval like '10 seconds' or '1 minute', from 1 millisecond to "
+                f"366 days, got {value!r}")
     return None
 
 
@@ -107,8 +133,8 @@ def _column(value: Any) -> str | None:
 
 
 def _columns(value: Any) -> str | None:
-    if not isinstance(value, list) or any(_column(v) for v in value):
-        return f"must be a list of column names, got {value!r}"
+    if not isinstance(value, list) or len(value) > MAX_ENTRIES or any(_column(v) for v in value):
+        return f"must be a list of at most {MAX_ENTRIES} column names, got {value!r}"
     if len(set(value)) != len(value):
         return f"lists a column twice: {value!r}"
     return None
@@ -118,6 +144,8 @@ def _mapping_of(check: Callable[[Any], str | None], what: str) -> Callable[[Any]
     def check_mapping(value: Any) -> str | None:
         if not isinstance(value, Mapping) or not value:
             return f"must be a non-empty object of {what}, got {value!r}"
+        if len(value) > MAX_ENTRIES:
+            return f"has {len(value)} entries, at most {MAX_ENTRIES} are allowed"
         for name, item in value.items():
             if _column(name):
                 return f"{name!r} is not a column name"
@@ -148,8 +176,63 @@ def _string_list(value: Any) -> str | None:
     return None
 
 
+def _data_path(value: Any) -> str | None:
+    problem = _string(value)
+    if problem is not None:
+        return problem
+    parts = value.replace("\\", "/").split("/")
+    if value.startswith(("/", "~")) or ":" in value or ".." in parts:
+        return (f"must be a folder relative to the data folder, without '..' or a leading '/', "
+                f"got {value!r}")
+    return None
+
+
 def _file_format(value: Any) -> str | None:
     return None if value in FILE_FORMATS else f"must be one of {list(FILE_FORMATS)}, got {value!r}"
+
+
+def _redis_url(value: Any) -> str | None:
+    if isinstance(value, str) and (len(value) > MAX_STRING or not value.isprintable()):
+        return f"must be at most {MAX_STRING} printable characters"
+    if isinstance(value, str) and value.startswith("env:"):
+        name = value[len("env:"):]
+        return None if ENV_NAME.match(name) else f"names no environment variable: {value!r}"
+    try:
+        parts = urlsplit(value) if isinstance(value, str) else None
+        if parts is not None:
+            parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("redis", "rediss", "unix"):
+        return ("must be a URL like redis://host:6379/0 (redis, rediss or unix scheme) "
+                "or env:NAME (the URL in the driver's environment variable NAME)")
+    if parts.scheme != "unix" and not parts.hostname:
+        return "names no host"
+    return None
+
+
+def _stream_names(value: Any) -> str | None:
+    if not isinstance(value, list) or not value or any(
+        not isinstance(v, str) or not v.strip() for v in value
+    ):
+        return f"must be a non-empty list of stream keys, got {value!r}"
+    if len(value) > MAX_ENTRIES or any(_string(v) for v in value):
+        return f"must be at most {MAX_ENTRIES} keys of at most {MAX_STRING} printable characters"
+    return None if len(set(value)) == len(value) else f"lists a stream twice: {value!r}"
+
+
+def _stream_start(value: Any) -> str | None:
+    if value in START_POSITIONS:
+        return None
+    if isinstance(value, Mapping) and value and all(
+        isinstance(v, str) and ENTRY_ID.match(v) for v in value.values()
+    ):
+        return None
+    return f"must be earliest, latest or {{stream: entry id like 1700000000000-0}}, got {value!r}"
+
+
+def _stream_payload(value: Any) -> str | None:
+    return None if value in PAYLOADS else f"must be one of {list(PAYLOADS)}, got {value!r}"
 
 
 _CHECKS: dict[str, Callable[[Any], str | None]] = {
@@ -167,4 +250,9 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "schema": _mapping_of(_column_type, "column -> type"),
     "string_list": _string_list,
     "file_format": _file_format,
+    "data_path": _data_path,
+    "redis_url": _redis_url,
+    "stream_names": _stream_names,
+    "stream_start": _stream_start,
+    "stream_payload": _stream_payload,
 }

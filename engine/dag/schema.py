@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 
 from engine.dag.catalog import GENERATOR_SCHEMA, OPERATOR_TYPES, RATE_SCHEMA
+from engine.dag.expressions import unknown_column_message, unknown_columns
 from engine.dag.model import JobGraph, Operator
 from engine.dag.syntax import COLUMN_NAME, interval_seconds, parse_aggregate
 from engine.errors import Problem
@@ -54,6 +55,7 @@ def _infer_one(op: Operator, inputs: list[Schema | None],
     schema, problems = _union_schema(inputs, parents, where)
     if schema is None:
         return None, problems
+    problems += _expression_column_problems(op, schema, where)
     if op.type == "map":
         return _map_schema(op, schema), problems
     if op.type == "window_aggregate":
@@ -70,9 +72,12 @@ def _source_schema(op: Operator) -> Schema | None:
     if op.type == "source.rate":
         return dict(RATE_SCHEMA)
     declared = op.params.get("schema")
-    if isinstance(declared, Mapping):
-        return {str(k): str(v).lower() for k, v in declared.items()}
-    return None
+    if not isinstance(declared, Mapping):
+        return None
+    schema = {str(k): str(v).lower() for k, v in declared.items()}
+    if op.type == "source.redis_stream" and not op.params.get("time_field"):
+        schema.setdefault("event_time", "timestamp")  # the entry id's time
+    return schema
 
 
 def _union_schema(inputs: list[Schema | None], parents: tuple[str, ...],
@@ -101,6 +106,18 @@ def _compatible(left: Schema, right: Schema) -> bool:
 
 def _show(schema: Schema) -> str:
     return "(" + ", ".join(f"{c} {t}" for c, t in schema.items()) + ")"
+
+
+def _expression_column_problems(op: Operator, schema: Schema, where: str) -> list[Problem]:
+    """Columns that a filter's condition or a map's expressions refer to but the input lacks."""
+    texts: list[tuple[str, object]] = []
+    if op.type == "filter":
+        texts.append(("param 'condition'", op.params.get("condition")))
+    elif op.type == "map" and isinstance(op.params.get("columns"), Mapping):
+        texts += [(f"column {name!r}", text) for name, text in op.params["columns"].items()]
+    return [Problem(where, f"{what}: {unknown_column_message(column, schema)}")
+            for what, text in texts if isinstance(text, str)
+            for column in unknown_columns(text, schema)]
 
 
 def _map_schema(op: Operator, schema: Schema) -> Schema:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine.dag.catalog import OPERATOR_TYPES
-from engine.dag.model import Edge, JobGraph
+from engine.dag.model import JobGraph
 from engine.dag.state import pinned_reason
 from engine.errors import Problem
 
@@ -19,26 +19,54 @@ def cycle_problems(graph: JobGraph) -> list[Problem]:
 
 
 def _cyclic_components(graph: JobGraph) -> list[list[str]]:
-    """Strongly connected components with more than one operator, in document order.
-
-    Job graphs are small, so mutual reachability is clearer than Tarjan's bookkeeping.
-    """
-    reach = {op_id: _descendants(graph, op_id) for op_id in graph.operator_ids()}
-    components: list[list[str]] = []
-    placed: set[str] = set()
-    for op_id in graph.operator_ids():
-        if op_id in placed or op_id not in reach[op_id]:
+    """Strongly connected components with more than one operator, in document order
+    (Tarjan's algorithm, iterative: linear in operators + edges, no recursion limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for root in graph.operator_ids():
+        if root in index:
             continue
-        component = [m for m in graph.operator_ids() if m in reach[op_id] and op_id in reach[m]]
-        placed.update(component)
-        components.append(component)
-    return components
+        work = [(root, iter(graph.children(root)))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(graph.children(child))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(component)
+    order = {op_id: i for i, op_id in enumerate(graph.operator_ids())}
+    components = [sorted(c, key=order.__getitem__) for c in found]
+    return sorted(components, key=lambda c: order[c[0]])
 
 
-def _descendants(graph: JobGraph, op_id: str) -> set[str]:
-    """Operators reachable from ``op_id`` by one or more edges."""
+def _descendants(graph: JobGraph, starts: list[str] | tuple[str, ...]) -> set[str]:
+    """Operators reachable from ``starts`` by one or more edges."""
     found: set[str] = set()
-    pending = list(graph.children(op_id))
+    pending = [child for start in starts for child in graph.children(start)]
     while pending:
         node = pending.pop()
         if node not in found:
@@ -95,7 +123,7 @@ def reachability_problems(graph: JobGraph) -> list[Problem]:
     """Operators whose rows never reach a sink (dangling branches)."""
     sinks = {op.id for op in graph.operators
              if op.type in OPERATOR_TYPES and OPERATOR_TYPES[op.type].role == "sink"}
-    reaches = _reaching(sinks, graph.edges)
+    reaches = _reaching(sinks, graph)
     problems = []
     for op in graph.operators:
         if op.id in reaches or op.type not in OPERATOR_TYPES:
@@ -113,9 +141,7 @@ def source_reachability_problems(graph: JobGraph) -> list[Problem]:
     cycle or behind an operator without inputs)."""
     sources = {op.id for op in graph.operators
                if op.type in OPERATOR_TYPES and OPERATOR_TYPES[op.type].role == "source"}
-    fed = set(sources)
-    for source in sources:
-        fed |= _descendants(graph, source)
+    fed = sources | _descendants(graph, tuple(sources))
     problems = []
     for op in graph.operators:
         if op.id not in fed and graph.parents(op.id) and op.type in OPERATOR_TYPES:
@@ -125,15 +151,15 @@ def source_reachability_problems(graph: JobGraph) -> list[Problem]:
     return problems
 
 
-def _reaching(targets: set[str], edges: tuple[Edge, ...]) -> set[str]:
+def _reaching(targets: set[str], graph: JobGraph) -> set[str]:
+    """``targets`` and every operator with a path to one of them."""
     reached = set(targets)
-    changed = True
-    while changed:
-        changed = False
-        for e in edges:
-            if e.target in reached and e.source not in reached:
-                reached.add(e.source)
-                changed = True
+    pending = list(targets)
+    while pending:
+        for parent in graph.parents(pending.pop()):
+            if parent not in reached:
+                reached.add(parent)
+                pending.append(parent)
     return reached
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from engine.dag.catalog import OPERATOR_TYPES
 from engine.dag.document import read_document
+from engine.dag.expressions import warm_up_parser
 from engine.dag.model import JobGraph
 from engine.dag.params import param_problems
 from engine.dag.schema import infer_schemas
+from engine.dag.source_params import source_param_problems
 from engine.dag.structure import (
     cycle_problems,
     parallelism_problems,
@@ -36,29 +39,45 @@ def parse_job_graph(doc: Any) -> JobGraph:
     return graph
 
 
+VALIDATION_BUDGET_S = 30.0
+"""Validation of one document stops with a problem once it has taken this long."""
+
+
 def validate_graph(graph: JobGraph) -> list[Problem]:
     """Every problem of an already-built graph (types, params, structure, columns)."""
-    problems = _type_problems(graph)
+    if any(op.type in ("filter", "map") for op in graph.operators):
+        warm_up_parser()  # starting the parser's JVM is not the document's cost
+    deadline = time.monotonic() + VALIDATION_BUDGET_S
+    problems = _type_problems(graph, deadline)
     cycles = cycle_problems(graph)
     problems += cycles + role_problems(graph) + reachability_problems(graph)
     problems += source_reachability_problems(graph)
     problems += parallelism_problems(graph)
+    _check_budget(deadline)
     # Column inference needs an order and known types; skip it rather than guess.
     if not cycles and all(op.type in OPERATOR_TYPES for op in graph.operators):
         problems += infer_schemas(graph)[1]
     return problems
 
 
-def _type_problems(graph: JobGraph) -> list[Problem]:
+def _check_budget(deadline: float) -> None:
+    if time.monotonic() > deadline:
+        raise DagValidationError([Problem(
+            "document", f"validation took over {VALIDATION_BUDGET_S:g} s: split the job or "
+                        "simplify its expressions")])
+
+
+def _type_problems(graph: JobGraph, deadline: float) -> list[Problem]:
     problems = []
     for op in graph.operators:
+        _check_budget(deadline)
         op_type = OPERATOR_TYPES.get(op.type)
         if op_type is None:
             known = ", ".join(sorted(OPERATOR_TYPES))
             problems.append(Problem(f"operator {op.id!r}",
                                     f"unknown type {op.type!r} (known: {known})"))
         else:
-            problems += param_problems(op, op_type)
+            problems += param_problems(op, op_type) + source_param_problems(op)
     return problems
 
 

@@ -50,13 +50,19 @@ def congested_operators(graph: JobGraph, rates: RatesView,
 
 
 def compute_etp(graph: JobGraph, rates: RatesView,
-                threshold: float = DEFAULT_THRESHOLD) -> EtpResult:
+                threshold: float = DEFAULT_THRESHOLD,
+                congested: list[str] | None = None) -> EtpResult:
     """ETP(o): summed share of the sinks o reaches through uncongested operators only.
 
     A sink's share is its output rate over all sinks' output; a sink reachable along
     several paths counts once (set semantics). o's own congestion does not matter.
+    ``congested`` overrides the congestion test (the runtime judges it per measured unit,
+    a keyed operator or a fused region, against the offered load).
     """
-    congested = congested_operators(graph, rates, threshold)
+    if congested is None:
+        congested = congested_operators(graph, rates, threshold)
+    else:
+        congested = [op for op in graph.operator_ids() if op in set(congested)]
     blocked = set(congested)
     sinks = set(graph.sinks())
     total = sum(rates[s].output_rate for s in sinks)

@@ -22,6 +22,7 @@ from engine.runtime.control import ControlChannel, open_control_channel
 from engine.runtime.driver import JobRun, RunOptions
 from engine.runtime.session import build_session
 from engine.runtime.state import StoreSpec
+from engine.runtime.state.redis_durability import require_durable
 
 DEFAULT_CONTROL_PREFIX = "streamscale:"
 
@@ -59,8 +60,11 @@ def start_run(
     exactly once. ``state_url`` ``redis://...`` selects the networked store;
     ``control_url`` ``redis://...`` the durable control channel (else in memory).
     """
+    if state_url:
+        require_durable(state_url)  # before Spark starts: a clear refusal, not a late one
+    # The session first: validation then parses expressions on its JVM, not on a second one.
+    session = spark or build_session(master=master, app_name=f"streamscale-{_name_of(document)}")
     graph = load_graph(document)
-    session = spark or build_session(master=master, app_name=f"streamscale-{graph.name}")
     run_key = run_id or uuid.uuid4().hex[:12]
     store = StoreSpec("redis", state_url, f"{control_prefix}{run_key}") if state_url else None
     options = RunOptions(
@@ -75,6 +79,11 @@ def start_run(
     run = JobRun(graph, session, options, publisher, recorder, channel)
     run.start()
     return run
+
+
+def _name_of(document: Mapping[str, Any] | JobGraph) -> str:
+    name = document.name if isinstance(document, JobGraph) else document.get("name")
+    return str(name)[:100] if name else "job"
 
 
 def _run_id_of(options: RunOptions) -> str:

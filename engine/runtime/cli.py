@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from engine.errors import EngineError
 from engine.runtime.api import DEFAULT_CONTROL_PREFIX, start_run
+from engine.runtime.errors import failure_summary
 from engine.runtime.metrics import PrintingPublisher
 
 
@@ -73,7 +74,7 @@ def main_run(argv: Sequence[str] | None = None) -> int:
         run.stop()
         status = run.status
     if status == "failed":
-        reason = str(run.error).strip().splitlines()[0] if run.error else "unknown error"
+        reason = failure_summary(run.error) if run.error else "unknown error"
         print(f"error: run failed: {reason}", file=sys.stderr)
         return 1
     print(f"run {run.run_id} {status} at epoch {run.last_epoch}", flush=True)

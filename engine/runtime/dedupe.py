@@ -70,17 +70,39 @@ def kept_rows(spec: DedupeSpec, rows: pa.Table, seen: pa.Table | None) -> pa.Tab
         ]
     )
     last = _last_seen(spec, rows, seen)
-    keep = np.zeros(rows.num_rows, dtype=bool)
     codes = _key_codes(rows, spec.keys)
-    times = rows[TIME_US].to_numpy()
-    previous = -1
-    for i in range(rows.num_rows):
-        if codes[i] != previous:
-            previous, kept_at = codes[i], last[i]
-        if kept_at is None or times[i] >= kept_at + spec.within_us:
-            keep[i] = True
-            kept_at = times[i]
+    keep = _first_within(codes, rows[TIME_US].to_numpy(), last, spec.within_us)
     return rows.filter(pa.array(keep))
+
+
+def _first_within(
+    codes: np.ndarray, times: np.ndarray, last: np.ndarray, within_us: int
+) -> np.ndarray:
+    """Which rows are kept: in each run of equal codes (times ascending), the first row at
+    least ``within_us`` after the run's last kept time (``last``, NaN-free: ``_NONE`` when
+    none), then the first one ``within_us`` after that, and so on. Each round finds the
+    next kept row of every run at once with one ``searchsorted`` over (run, time) packed
+    into one sorted int64, so rounds are as many as a key keeps rows in one epoch."""
+    keep = np.zeros(len(codes), dtype=bool)
+    if len(codes) == 0:
+        return keep
+    starts = np.flatnonzero(np.diff(codes, prepend=codes[0] - 1))
+    ends = np.append(starts[1:], len(codes))
+    # Times as dense ranks keep the packed values small whatever the times' span.
+    distinct = np.unique(times)
+    span = len(distinct) + 1
+    packed = np.arange(len(starts)).repeat(ends - starts) * span + np.searchsorted(distinct, times)
+    run, after = np.arange(len(starts)), starts
+    previous = last[starts]
+    threshold = np.where(previous == _NONE, distinct[0], previous + within_us)
+    while len(run):
+        rank = np.searchsorted(distinct, threshold, side="left")
+        found = np.maximum(np.searchsorted(packed, run * span + rank, side="left"), after)
+        alive = found < ends[run]
+        run, found = run[alive], found[alive]
+        keep[found] = True
+        threshold, after = times[found] + within_us, found + 1
+    return keep
 
 
 def remembered(
@@ -118,16 +140,19 @@ def split_group(spec: DedupeSpec, table: pa.Table, columns: list[str]) -> tuple[
     return seen, table.filter(flag).select(columns)
 
 
-def _last_seen(spec: DedupeSpec, rows: pa.Table, seen: pa.Table | None) -> list[int | None]:
+_NONE = np.iinfo(np.int64).min  # no remembered time for the key
+
+
+def _last_seen(spec: DedupeSpec, rows: pa.Table, seen: pa.Table | None) -> np.ndarray:
     if seen is None or seen.num_rows == 0:
-        return [None] * rows.num_rows
+        return np.full(rows.num_rows, _NONE, dtype=np.int64)
     joined = (
         rows.select(list(spec.keys))
         .append_column("__row", pa.array(np.arange(rows.num_rows)))
         .join(seen, list(spec.keys), join_type="left outer")
         .sort_by("__row")
     )
-    return joined[FIRST].to_pylist()
+    return joined[FIRST].fill_null(_NONE).to_numpy()
 
 
 def _key_codes(rows: pa.Table, keys: tuple[str, ...]) -> np.ndarray:

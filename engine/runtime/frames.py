@@ -1,5 +1,6 @@
-"""An epoch's rows between operators: a Spark DataFrame, or an Arrow table once a VSN
-stage has collected them (small: closed windows), converted only when needed."""
+"""An epoch's rows between operators: a Spark DataFrame (what the VSN stages emit stays
+one, on the executors), or an Arrow table where rows are already local, converted only
+when needed."""
 
 from __future__ import annotations
 

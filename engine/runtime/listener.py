@@ -3,10 +3,15 @@
 A background thread blocks on the channel; each message is parsed and stamped with its
 pick-up time at once (that is the control latency), then waits for the next epoch
 boundary, where the driver validates and installs it.
+
+The thread survives anything a message or the channel does: a message that cannot be parsed
+is rejected (its ack queued) and one that cannot even be rejected is dropped with a log line
+naming it; a failing read is retried. A stop sent later is still picked up.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -14,6 +19,8 @@ from collections.abc import Callable
 from engine.runtime.commands import Command, parse_command
 from engine.runtime.control import ControlChannel
 from engine.runtime.errors import CommandRejected
+
+log = logging.getLogger("streamscale.control")
 
 Rejection = tuple[str, dict[str, str], str, float]
 """(cursor, raw message, reason, picked-up time in ms) of a malformed message."""
@@ -38,6 +45,7 @@ class ControlListener:
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="control-listener", daemon=True)
         self.error: BaseException | None = None
+        self.dropped: list[str] = []
 
     def start(self) -> None:
         """Starts the background reader."""
@@ -59,18 +67,29 @@ class ControlListener:
             try:
                 messages = self._channel.read_after(self._cursor, self._block_ms)
             except Exception as exc:  # noqa: BLE001  # the run must survive a flaky channel
+                if self.error is None or str(self.error) != str(exc):
+                    log.warning("could not read the control channel (retrying): %s", exc)
                 self.error = exc
-                time.sleep(0.5)
+                self._stopped.wait(0.5)
                 continue
+            self.error = None
             for cursor, fields in messages:
-                self._take(cursor, fields)
+                self._take_or_drop(cursor, fields)
                 self._cursor = cursor
+
+    def _take_or_drop(self, cursor: str, fields: dict[str, str]) -> None:
+        try:
+            self._take(cursor, fields)
+        except Exception as exc:  # noqa: BLE001  # one message must not end the listener
+            log.error("dropped control message %s %r: %s", cursor, fields, exc)
+            self.dropped.append(cursor)
 
     def _take(self, cursor: str, fields: dict[str, str]) -> None:
         picked_up = time.time() * 1000.0
         try:
             command = parse_command(fields, cursor, picked_up)
         except CommandRejected as exc:
+            log.warning("rejected control message %s %r: %s", cursor, fields, exc)
             self._on_malformed((cursor, fields, str(exc), picked_up))
             return
         with self._lock:

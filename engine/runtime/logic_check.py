@@ -28,13 +28,20 @@ from engine.runtime.vsn_worker import REPORT
 from engine.runtime.window_spec import WINDOW_END, WINDOW_START, parse_window_spec, state_compatible
 
 
-def logic_checker(graph: JobGraph, config: RunConfig, batch: DataFrame) -> LogicCheck:
-    """A LogicCheck bound to this epoch's input (for schemas) and current config."""
+def logic_checker(
+    graph: JobGraph,
+    config: RunConfig,
+    batch: DataFrame,
+    sources: Mapping[str, DataFrame] | None = None,
+) -> LogicCheck:
+    """A LogicCheck bound to this epoch's input (for schemas) and current config;
+    ``sources`` gives the rows of sources that are not read from ``batch``."""
+    inputs = _Inputs(batch, sources or {})
 
     def check(op_id: str, params: dict[str, Any]) -> None:
         op = graph.operator(op_id)
         if op.type in STATELESS_TYPES:
-            check_stateless_params(op.type, params, _input_frame(graph, config, op_id, batch))
+            check_stateless_params(op.type, params, _input_frame(graph, config, op_id, inputs))
         elif op.type in KEYED_SPECS:
             _check_keyed(op_id, op.type, config[op_id].params, params)
         else:
@@ -71,7 +78,12 @@ def _check_keyed(
         raise CommandRejected(f"refused: {reason}")
 
 
-def _input_frame(graph: JobGraph, config: RunConfig, op_id: str, batch: DataFrame) -> DataFrame:
+class _Inputs(NamedTuple):
+    batch: DataFrame
+    sources: Mapping[str, DataFrame]
+
+
+def _input_frame(graph: JobGraph, config: RunConfig, op_id: str, batch: _Inputs) -> DataFrame:
     frames = [_frame(graph, config, parent, batch) for parent in graph.parents(op_id)]
     combined = frames[0]
     for other in frames[1:]:
@@ -79,22 +91,23 @@ def _input_frame(graph: JobGraph, config: RunConfig, op_id: str, batch: DataFram
     return combined
 
 
-def _frame(graph: JobGraph, config: RunConfig, op_id: str, batch: DataFrame) -> DataFrame:
+def _frame(graph: JobGraph, config: RunConfig, op_id: str, inputs: _Inputs) -> DataFrame:
     op = graph.operator(op_id)
+    given, batch = inputs, inputs.batch
     if not graph.parents(op_id):
-        return batch.limit(0)
+        return given.sources.get(op_id, batch).limit(0)
     if op.type == "join":
-        left, right = (_frame(graph, config, p, batch) for p in graph.parents(op_id))
+        left, right = (_frame(graph, config, p, given) for p in graph.parents(op_id))
         join = parse_join_spec(op_id, config[op_id].params)
         _, _, struct = join_input(join, left, right, graph.key_groups)
         pair = T.StructType([f for f in struct.fields if f.name != REPORT])
         return batch.sparkSession.createDataFrame([], pair)
-    inputs = _input_frame(graph, config, op_id, batch)
+    rows = _input_frame(graph, config, op_id, given)
     if op.type in STATELESS_TYPES:
-        return apply_stateless(op.type, config[op_id].params, inputs)
+        return apply_stateless(op.type, config[op_id].params, rows)
     if op.type == "window_aggregate":
         spec = parse_window_spec(op_id, config[op_id].params)
-        struct = output_struct(spec, stage_input(spec, inputs, graph.key_groups))
+        struct = output_struct(spec, stage_input(spec, rows, graph.key_groups))
         empty = batch.sparkSession.createDataFrame([], struct)
         return empty.select(
             *spec.keys,
@@ -102,4 +115,4 @@ def _frame(graph: JobGraph, config: RunConfig, op_id: str, batch: DataFrame) -> 
             F.timestamp_micros(WINDOW_END).alias(WINDOW_END),
             *[a.name for a in spec.aggregates],
         )
-    return inputs  # dedupe keeps its input's columns
+    return rows  # dedupe keeps its input's columns

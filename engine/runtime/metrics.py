@@ -4,13 +4,23 @@ Shape of one epoch's metrics::
 
     {"run_id", "epoch", "batch_duration_ms", "interval_ms", "backlog_rows", "source_rows",
      "latency_ms": {"p50", "p99", "max"},
-     "operators": {op_id: {"instances", "rows_in", "rows_out", "busy_ms": [per instance],
+     "sources": {op_id: {"unit", "offered", "consumed", "backlog", "backlog_growth_per_s",
+                         "offered_rate", "consumed_rate", "target_rate"}},
+     "operators": {op_id: {"instances", "rows_in", "rows_out", "busy_ms", "region",
                            "input_rate", "processing_rate", "output_rate",
-                           "congested", "etp"}}}
+                           "demand_rate", "congested", "etp"}},
+     "regions": {region_id: {"operators", "leader", "instances", "rows_in", "busy_ms",
+                             "processing_rate", "demand_rate", "congested", "etp"}},
+     "bottleneck": unit id or None}
 
-Rates are rows per second: input and output over the epoch's interval (wall time between
-epoch starts), processing = DS2's true rate, rows per *busy* second summed over instances.
-Stateless operators fused by Spark into one stage share that stage's busy time.
+Every figure is measured where it is shown. Rows in and out are counted per operator.
+Busy time is measured per keyed instance (in the workers) and per region of fused
+stateless operators (the run time of the Spark tasks that ran the region); an operator
+inside a region has ``busy_ms`` and ``processing_rate`` None and names its ``region``.
+Rates are rows per second over the epoch's interval (wall time between epoch starts);
+``processing_rate`` is DS2's true rate, rows per *busy* second summed over instances.
+``demand_rate`` is the rate the sources' offered load asks of the operator (see
+``engine.policies.load``); ``congested`` and ``etp`` are judged against it.
 """
 
 from __future__ import annotations
@@ -21,9 +31,9 @@ import threading
 from typing import Any, TextIO
 
 from engine.dag import JobGraph
-from engine.policies.etp import compute_etp
-from engine.policies.rates import OperatorRates
+from engine.policies.load import LoadModel, load_model
 from engine.runtime.pipeline import EpochResult
+from engine.runtime.regions import Region, StageClock, fused_regions
 from engine.runtime.run_config import RunConfig
 
 
@@ -35,15 +45,11 @@ def epoch_metrics(
     result: EpochResult,
     batch_ms: float,
     interval_ms: float,
-    backlog_rows: int | None,
+    sources: dict[str, dict[str, Any]],
+    clock: StageClock | None = None,
 ) -> dict[str, Any]:
     """The metrics dict of one epoch."""
     operators: dict[str, dict[str, Any]] = {}
-    keyed_busy = max(
-        (max((r["busy_ms"] for r in reps), default=0.0) for reps in result.stage_reports.values()),
-        default=0.0,
-    )
-    shared_busy = max(batch_ms - keyed_busy, 1.0)
     for op_id in graph.topological_order():
         rows_in = _rows_in(graph, op_id, operators)
         if op_id in result.stage_reports:
@@ -52,19 +58,31 @@ def epoch_metrics(
             rows_out = result.sink_rows.get(op_id, result.rows_out.get(op_id))
             if rows_out is None or rows_out < 0:
                 rows_out = rows_in
-            operators[op_id] = _fused(config[op_id].parallelism, rows_in, rows_out, shared_busy)
+            operators[op_id] = {"instances": config[op_id].parallelism, "rows_in": rows_in,
+                                "rows_out": rows_out, "busy_ms": None,
+                                "processing_rate": None, "region": None}
         _add_rates(operators[op_id], interval_ms, is_source=not graph.parents(op_id))
-    _add_etp(graph, operators)
-    return {
+    regions = {
+        region.region_id: _region(region, config, operators, result, clock)
+        for region in fused_regions(graph)
+    }
+    for region_id, region in regions.items():
+        for op_id in region["operators"]:
+            operators[op_id]["region"] = region_id
+    metrics = {
         "run_id": run_id,
         "epoch": epoch,
         "batch_duration_ms": round(batch_ms, 1),
         "interval_ms": round(interval_ms, 1),
-        "backlog_rows": backlog_rows,
+        "backlog_rows": sum(s["backlog"] for s in sources.values() if s["unit"] == "rows"),
         "source_rows": sum(operators[s]["rows_out"] or 0 for s in graph.sources()),
         "latency_ms": result.latency_ms,
+        "sources": sources,
         "operators": operators,
+        "regions": regions,
     }
+    _add_load(graph, metrics, load_model(graph, [metrics]))
+    return metrics
 
 
 def _rows_in(graph: JobGraph, op_id: str, operators: dict[str, dict[str, Any]]) -> int | None:
@@ -86,20 +104,37 @@ def _keyed(reports: list[dict[str, Any]], parallelism: int) -> dict[str, Any]:
         "rows_out": sum(r["rows_out"] for r in reports),
         "busy_ms": busy,
         "processing_rate": round(capacity, 1),
+        "region": None,
         "state_bytes_written": sum(r["bytes_written"] for r in reports),
+        "state_bytes_read": sum(r.get("bytes_read", 0) for r in reports),
     }
 
 
-def _fused(
-    parallelism: int, rows_in: int | None, rows_out: int | None, busy_ms: float
+def _region(
+    region: Region,
+    config: RunConfig,
+    operators: dict[str, dict[str, Any]],
+    result: EpochResult,
+    clock: StageClock | None,
 ) -> dict[str, Any]:
-    rows = rows_in if rows_in is not None else rows_out
+    """A region's measured figures: its tasks' run time per partition (a sink written on
+    the driver, with no Spark job, is timed there) and rows per busy second."""
+    first = operators[region.operators[0]]
+    rows = first["rows_out"] if first["rows_in"] is None else first["rows_in"]
+    busy = None if clock is None else clock.busy_ms(
+        region.consumer, skip_last_stage=not region.includes_consumer
+    )
+    if busy is None and region.consumer in result.sink_wall_ms:
+        busy = [round(result.sink_wall_ms[region.consumer], 1)]
+    busy = busy or [0.0]
+    total_s = sum(busy) / 1000.0
     return {
-        "instances": parallelism,
-        "rows_in": rows_in,
-        "rows_out": rows_out,
-        "busy_ms": [round(busy_ms, 1)] * parallelism,
-        "processing_rate": round((rows or 0) / (busy_ms / 1000.0), 1),
+        "operators": list(region.operators),
+        "leader": region.operators[0],
+        "instances": len(busy) if busy != [0.0] else config[region.operators[0]].parallelism,
+        "rows_in": rows or 0,
+        "busy_ms": busy,
+        "processing_rate": round(rows * len(busy) / total_s, 1) if total_s and rows else None,
     }
 
 
@@ -109,15 +144,24 @@ def _add_rates(op: dict[str, Any], interval_ms: float, is_source: bool) -> None:
     op["output_rate"] = round((op["rows_out"] or 0) / seconds, 1)
 
 
-def _add_etp(graph: JobGraph, operators: dict[str, dict[str, Any]]) -> None:
-    rates = {
-        op_id: OperatorRates(m["input_rate"], m["processing_rate"], m["output_rate"])
-        for op_id, m in operators.items()
-    }
-    etp = compute_etp(graph, rates)
-    for op_id, values in operators.items():
-        values["etp"] = round(etp.etp.get(op_id, 0.0), 4)
-        values["congested"] = op_id in etp.congested
+def _add_load(graph: JobGraph, metrics: dict[str, Any], model: LoadModel) -> None:
+    """Demanded rates, congestion and ETP on operators and regions; the bottleneck."""
+    for op_id, values in metrics["operators"].items():
+        unit = model.unit_of(op_id)
+        demand = model.demand_out[op_id] if op_id in model.sources else model.demand_in[op_id]
+        values["demand_rate"] = round(demand, 1)
+        values["congested"] = bool(unit is not None and unit.congested)
+        values["etp"] = round(model.etp.get(op_id, 0.0), 4)
+    for region_id, region in metrics["regions"].items():
+        unit = model.units[region_id]
+        region["demand_rate"] = round(unit.demand_rate, 1)
+        region["congested"] = unit.congested
+        region["etp"] = max(model.etp.get(op, 0.0) for op in region["operators"])
+    for op_id, trend in model.sources.items():
+        if op_id in metrics["sources"]:
+            metrics["sources"][op_id]["target_rate"] = round(trend.target_rate, 1)
+    congested = model.congested_units()
+    metrics["bottleneck"] = congested[0].unit_id if congested else None
 
 
 class PrintingPublisher:

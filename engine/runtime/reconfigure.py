@@ -4,18 +4,33 @@ Acknowledgement shape (also what ``ReconfigurationRecorder.acknowledge`` receive
 
     {"request_id", "kind", "operator", "status": "applied" | "rejected", "reason",
      "applied_epoch", "requested_at_ms", "picked_up_at_ms", "control_latency_ms",
-     "state_bytes_moved", "before": {...}, "after": {...}}
+     "state_bytes_copied", "before": {...}, "after": {...},
+     "epoch_ended_at_ms"}
+
+``state_bytes_copied`` is what the state store reports it copied between owners to install
+the new owners (``StateStore.hand_over``); ``epoch_ended_at_ms`` (applied commands) is when
+the first epoch run with the change committed, stamped once that epoch ended.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engine.dag import JobGraph
 from engine.runtime.commands import Command
 from engine.runtime.errors import CommandRejected
-from engine.runtime.run_config import LogicCheck, RunConfig, apply_command, describe
+from engine.runtime.run_config import (
+    LogicCheck,
+    OperatorConfig,
+    RunConfig,
+    apply_command,
+    describe,
+)
+
+HandOver = Callable[[str, Sequence[tuple[int, int, int]]], int]
+"""Installs new owners of an operator's key groups, (key group, old, new) each; returns the
+state bytes the store copied to do it."""
 
 
 def apply_commands(
@@ -25,6 +40,7 @@ def apply_commands(
     epoch: int,
     loads: Mapping[str, Sequence[float]],
     check_logic: LogicCheck,
+    hand_over: HandOver,
 ) -> tuple[RunConfig, list[dict[str, Any]], bool]:
     """Applies commands in order; returns the new config, one ack each, and whether a
     stop was requested. A rejected command leaves the config as it was."""
@@ -37,14 +53,25 @@ def apply_commands(
             acks.append(_ack(command, "applied", epoch, None, before, before))
             continue
         try:
-            config = apply_command(graph, config, command, loads, check_logic)
+            after = apply_command(graph, config, command, loads, check_logic)
         except CommandRejected as exc:
             acks.append(_ack(command, "rejected", None, str(exc), before, before))
             continue
-        acks.append(
-            _ack(command, "applied", epoch, None, before, describe(config, command.operator))
-        )
+        assert command.operator is not None
+        copied = hand_over(command.operator, owner_moves(config[command.operator],
+                                                         after[command.operator]))
+        config = after
+        ack = _ack(command, "applied", epoch, None, before, describe(config, command.operator))
+        acks.append({**ack, "state_bytes_copied": copied})
     return config, acks, stop
+
+
+def owner_moves(before: OperatorConfig, after: OperatorConfig) -> list[tuple[int, int, int]]:
+    """(key group, old owner, new owner) of every key group whose owner changes."""
+    if before.owners is None or after.owners is None:
+        return []
+    return [(kg, old, new) for kg, (old, new) in enumerate(zip(before.owners, after.owners,
+                                                                  strict=True)) if old != new]
 
 
 def _ack(
@@ -65,9 +92,7 @@ def _ack(
         "requested_at_ms": command.requested_at_ms,
         "picked_up_at_ms": command.picked_up_at_ms,
         "control_latency_ms": round(command.control_latency_ms, 3),
-        # State is addressed by key group, not by instance: installing a new mapping
-        # copies nothing.
-        "state_bytes_moved": 0 if status == "applied" else None,
+        "state_bytes_copied": None,
         "before": before,
         "after": after,
     }
@@ -88,7 +113,7 @@ def malformed_ack(
         "requested_at_ms": None,
         "picked_up_at_ms": picked_up_ms,
         "control_latency_ms": None,
-        "state_bytes_moved": None,
+        "state_bytes_copied": None,
         "before": {},
         "after": {},
     }

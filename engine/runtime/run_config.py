@@ -2,7 +2,7 @@
 how a reconfiguration command changes it.
 
 Rescales and rebalances only install a new key-group -> instance mapping: with state
-addressed by key group, nothing is copied, so the state bytes moved are always 0.
+addressed by key group, nothing is copied (the store measures it: ``StateStore.hand_over``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from engine.errors import MappingError
 from engine.mapping import Assignment, balanced_assignment, weighted_assignment
 from engine.runtime.commands import Command
 from engine.runtime.errors import CommandRejected
+from engine.runtime.source_load import CLOCK_SOURCES
 
 
 @dataclass(frozen=True)
@@ -74,11 +75,18 @@ def apply_command(
         check_logic(op.id, command.params)
         return {**config, op.id: replace(current, params=dict(command.params))}
     role = OPERATOR_TYPES[op.type].role if op.type in OPERATOR_TYPES else "operator"
-    if role != "operator":
-        raise CommandRejected(f"{op.id!r} is a {role}: its parallelism is that of its stream")
+    if role != "operator" and not (command.kind == "rescale" and op.type in CLOCK_SOURCES):
+        raise CommandRejected(f"{op.id!r} is a {role}: {fixed_parallelism_reason(op.type)}")
     if command.kind == "rescale":
         return {**config, op.id: _rescaled(graph, op.id, current, command.parallelism)}
     return {**config, op.id: _rebalanced(graph, op.id, current, command, loads.get(op.id))}
+
+
+def fixed_parallelism_reason(op_type: str) -> str:
+    """Why an operator's parallelism cannot change live (sinks and Spark-read sources)."""
+    if op_type.startswith("source."):
+        return "its parallelism is that of its Spark stream (file splits), set by Spark"
+    return "it writes in the stage that feeds it, whose parallelism it follows"
 
 
 def _rescaled(

@@ -21,6 +21,8 @@ _REQUIRED_CONF = {
     "spark.python.unix.domain.socket.enabled": "true",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.streaming.stopTimeout": "30s",
+    # Sinks write from the executors: timestamps as Parquet micros (Arrow's unit), not INT96.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
 
 
@@ -58,19 +60,21 @@ def build_session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    _quiet_stop_errors(spark)
     return spark
 
 
-def _quiet_stop_errors(spark: SparkSession) -> None:
-    # A run stops by failing the epoch after its last one (so that epoch is not
-    # committed); Spark logs that as an error with a stack trace. The driver inspects the
-    # query's exception itself and reports real failures, so these loggers are silenced.
+# Where Spark logs a streaming query's failure (with its cause and trace).
+_STREAMING_LOGGERS = (
+    "org.apache.spark.sql.execution.streaming",
+    "org.apache.spark.sql.execution.datasources.v2.WriteToDataSourceV2Exec",
+)
+
+
+def streaming_error_logs(spark: SparkSession, *, enabled: bool) -> None:
+    """Turn Spark's own streaming error logs on (the default: a failing query's cause shows
+    in the driver's output) or off, while a run ends its query by refusing an epoch."""
     jvm: Any = spark.sparkContext._jvm
     configurator = jvm.org.apache.logging.log4j.core.config.Configurator
-    level = jvm.org.apache.logging.log4j.Level.OFF
-    for name in (
-        "org.apache.spark.sql.execution.streaming",
-        "org.apache.spark.sql.execution.datasources.v2.WriteToDataSourceV2Exec",
-    ):
-        configurator.setLevel(name, level)
+    levels = jvm.org.apache.logging.log4j.Level
+    for name in _STREAMING_LOGGERS:
+        configurator.setLevel(name, levels.ERROR if enabled else levels.OFF)

@@ -20,6 +20,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
+from engine.runtime.data_access import resolve_data_path
 from engine.runtime.errors import UnsupportedJobError
 from engine.runtime.frames import Frame, to_arrow
 
@@ -110,9 +111,10 @@ def build_sink(op_type: str, op_id: str, params: Mapping[str, Any], run_id: str)
     if op_type == "sink.memory":
         return MemorySink(str(params.get("name") or op_id))
     if op_type == "sink.files":
-        return FilesSink(str(params["path"]), str(params.get("format", "parquet")))
+        return FilesSink(resolve_data_path(str(params["path"])),
+                         str(params.get("format", "parquet")))
     if op_type == "sink.postgres":
         from engine.runtime.postgres_sink import PostgresSink
 
-        return PostgresSink(str(params["table"]), params.get("dsn"), f"{run_id}/{op_id}")
+        return PostgresSink(str(params["table"]), run_id, f"{run_id}/{op_id}")
     raise UnsupportedJobError(f"sink type {op_type!r} is not supported by the Spark runtime")

@@ -1,8 +1,10 @@
-"""Streaming sources: the deterministic generator, Spark's rate source and file directories.
+"""Sources: the deterministic generator, the rate source and file directories.
 
-The generator derives every column from (seed, event_id) with Spark SQL hash functions of
-the ``rate-micro-batch`` counter, whose offsets live in the Spark checkpoint: replaying an
-epoch regenerates identical rows, which the exactly-once guarantee relies on.
+The generator and the rate source are clock sources: the epoch's logged plan fixes the
+range of row ids it takes (``engine.runtime.source_load``), and every column derives from
+(seed, row id) with Spark SQL hash functions, so replaying an epoch regenerates identical
+rows, which the exactly-once guarantee relies on. A ``rate-micro-batch`` stream of one row
+per batch is the epoch clock. Directories are read by Spark's file source.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from engine.runtime.data_access import resolve_data_path
 from engine.runtime.errors import UnsupportedJobError
 
 _EVENT_TYPE_CUTS = ((80, "view"), (95, "click"))  # the rest are purchases
@@ -44,10 +47,6 @@ class GeneratorSpec:
             start_ms=start_ms,
             event_types=tuple(types) if types else None,
         )
-
-    def batch_rows(self, epoch_ms: int) -> int:
-        """Rows per epoch: what the rate produces in ``epoch_ms`` of event time."""
-        return max(1, self.rows_per_second * max(epoch_ms, 1) // 1000)
 
 
 def _hash(spec: GeneratorSpec, event_id: Column, salt: int) -> Column:
@@ -105,11 +104,34 @@ def generator_batch(spark: SparkSession, spec: GeneratorSpec, first: int, end: i
     return ids.select(*generator_columns(spec))
 
 
-def read_generator(spark: SparkSession, spec: GeneratorSpec, epoch_ms: int) -> DataFrame:
-    """A streaming DataFrame of generated events, ``epoch_ms`` of event time per epoch."""
+def generator_rows(
+    spark: SparkSession, spec: GeneratorSpec, first: int, end: int, partitions: int
+) -> DataFrame:
+    """One epoch of the generator: event ids in [first, end) over ``partitions`` tasks (the
+    source's parallelism). The range comes from the epoch's logged plan, so a replay
+    regenerates identical rows."""
+    ids = spark.range(first, end, numPartitions=max(1, partitions))
+    return ids.withColumnRenamed("id", "value").select(*generator_columns(spec))
+
+
+def rate_rows(
+    spark: SparkSession, params: Mapping[str, Any], start_ms: int, first: int, end: int,
+    partitions: int,
+) -> DataFrame:
+    """One epoch of ``source.rate``: (timestamp, value) for values in [first, end), value i
+    stamped when it fell due (``start_ms + i / rows_per_second``)."""
+    rate = int(params.get("rows_per_second", 1000))
+    ids = spark.range(first, end, numPartitions=max(1, partitions))
+    micros = F.expr(f"{start_ms * 1000} + (id * 1000000) div {rate}")
+    return ids.select(F.timestamp_micros(micros).alias("timestamp"), F.col("id").alias("value"))
+
+
+def read_generator(spark: SparkSession, spec: GeneratorSpec, rows_per_batch: int) -> DataFrame:
+    """The generator as Spark's own streaming source, ``rows_per_batch`` rows per batch (the
+    baseline of the benchmarks; runs plan their rows per epoch with ``generator_rows``)."""
     raw = (
         spark.readStream.format("rate-micro-batch")
-        .option("rowsPerBatch", spec.batch_rows(epoch_ms))
+        .option("rowsPerBatch", rows_per_batch)
         .option("numPartitions", spark.sparkContext.defaultParallelism)
         .option("startTimestamp", spec.start_ms)
         .load()
@@ -117,13 +139,15 @@ def read_generator(spark: SparkSession, spec: GeneratorSpec, epoch_ms: int) -> D
     return raw.select(*generator_columns(spec))
 
 
-def read_rate(spark: SparkSession, params: Mapping[str, Any]) -> DataFrame:
-    """Spark's wall-clock ``rate`` source: columns ``timestamp`` and ``value``."""
+def read_ticks(spark: SparkSession) -> DataFrame:
+    """One row per micro-batch: the epoch clock of runs whose sources are planned per epoch
+    (the rows themselves come from ``generator_rows`` and ``rate_rows``)."""
     return (
-        spark.readStream.format("rate")
-        .option("rowsPerSecond", int(params.get("rows_per_second", 1000)))
-        .option("numPartitions", spark.sparkContext.defaultParallelism)
+        spark.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", 1)
+        .option("numPartitions", 1)
         .load()
+        .select(F.col("value").alias("__tick"))
     )
 
 
@@ -143,4 +167,4 @@ def read_files(spark: SparkSession, params: Mapping[str, Any]) -> DataFrame:
         reader = reader.option("header", "true")
     if params.get("max_files_per_trigger"):
         reader = reader.option("maxFilesPerTrigger", int(params["max_files_per_trigger"]))
-    return reader.load(str(params["path"]))
+    return reader.load(resolve_data_path(str(params["path"])))

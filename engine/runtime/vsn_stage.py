@@ -3,19 +3,20 @@
 Per epoch: ``kg = pmod(xxhash64(key...), K)`` in Spark SQL (equal to
 ``engine.mapping.key_group_of``), ``instance = owners[kg]`` from the epoch's assignment,
 and ``repartitionById(P, instance)``: partition i holds exactly instance i's key groups.
-The instances (``mapInArrow``) merge into the shared store; their emitted rows and
-reports come back to the driver in one Arrow collect.
+The instances (``mapInArrow``) merge into the shared store. Their output is cached on the
+executors and computed once: the reports (one small row per instance) are collected to
+the driver, the emitted rows stay a DataFrame that the next operators and the sinks read
+from the executors.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -29,16 +30,19 @@ from engine.runtime.state import StoreSpec
 from engine.runtime.vsn_worker import REPORT, EpochTask, run_instance
 from engine.runtime.window_merge import KG, TIME_US
 from engine.runtime.window_spec import WINDOW_END, WINDOW_START, WindowSpec
+from engine.runtime.window_worker import window_state_schema
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 
 @dataclass(frozen=True)
 class StageResult:
-    """The stage's emitted rows (window bounds as timestamps) and instance reports."""
+    """The stage's emitted rows (window bounds as timestamps) and instance reports;
+    ``cached`` is the instances' output, to unpersist once the epoch is done."""
 
-    rows: pa.Table
+    rows: DataFrame
     reports: list[dict[str, Any]]
+    cached: DataFrame
 
 
 def key_group_column(keys: tuple[str, ...], key_groups: int) -> Column:
@@ -108,8 +112,11 @@ def run_window_stage(
     rows = stage_input(spec, df, key_groups)
     struct = output_struct(spec, rows)
     task = _task(spec, rows, struct, epoch, watermark_us, owners, store)
-    emitted, reports = _run_instances(rows, task, struct, parallelism)
-    return StageResult(rows=_with_timestamps(emitted), reports=reports)
+    timezone = rows.sparkSession.conf.get("spark.sql.session.timeZone")
+    input_schema = to_arrow_schema(rows.schema, timezone=timezone)
+    task = replace(task, state_schema=window_state_schema(spec, input_schema))
+    emitted, reports, cached = _run_instances(rows, task, struct, parallelism)
+    return StageResult(rows=_with_timestamps(emitted), reports=reports, cached=cached)
 
 
 def run_dedupe_stage(
@@ -128,8 +135,8 @@ def run_dedupe_stage(
         DEDUPE_TIME, F.unix_micros(F.col(spec.time))
     )
     task = _task(spec, rows, struct, epoch, watermark_us, owners, store)
-    emitted, reports = _run_instances(rows, task, struct, parallelism)
-    return StageResult(rows=emitted, reports=reports)
+    emitted, reports, cached = _run_instances(rows, task, struct, parallelism)
+    return StageResult(rows=emitted, reports=reports, cached=cached)
 
 
 def join_input(
@@ -181,8 +188,8 @@ def run_join_stage(
     left, right = inputs
     spec, rows, struct = join_input(spec, left, right, key_groups)
     task = _task(spec, rows, struct, epoch, watermark_us, owners, store)
-    emitted, reports = _run_instances(rows, task, struct, parallelism)
-    return StageResult(rows=emitted, reports=reports)
+    emitted, reports, cached = _run_instances(rows, task, struct, parallelism)
+    return StageResult(rows=emitted, reports=reports, cached=cached)
 
 
 def _with_report(fields: list[tuple[str, T.DataType]]) -> T.StructType:
@@ -210,20 +217,20 @@ def _task(
 
 def _run_instances(
     rows: DataFrame, task: EpochTask, struct: T.StructType, parallelism: int
-) -> tuple[pa.Table, list[dict[str, Any]]]:
-    """Routes the rows to their instances and collects what the instances emitted and
-    reported. The instance is computed by the shuffle itself (``owners[kg]``), so it does
-    not travel with the rows."""
+) -> tuple[DataFrame, list[dict[str, Any]], DataFrame]:
+    """Routes the rows to their instances, runs them once (their output cached on the
+    executors) and collects only their reports. The instance is computed by the shuffle
+    itself (``owners[kg]``), so it does not travel with the rows."""
     routed = rows.repartitionById(parallelism, instance_column(task.owners))
-    collected = routed.mapInArrow(partial(run_instance, task), struct).toArrow()
-    is_report = pc.is_valid(collected[REPORT])
-    reports = [json.loads(r) for r in collected.filter(is_report)[REPORT].to_pylist()]
-    return collected.filter(pc.invert(is_report)).drop_columns([REPORT]), reports
+    output = routed.mapInArrow(partial(run_instance, task), struct)
+    output = output.persist(StorageLevel.MEMORY_AND_DISK)
+    is_report = F.col(REPORT).isNotNull()
+    collected = output.where(is_report).select(REPORT).collect()
+    reports = [json.loads(row[REPORT]) for row in collected]
+    return output.where(~is_report).drop(REPORT), reports, output
 
 
-def _with_timestamps(table: pa.Table) -> pa.Table:
-    for name in (WINDOW_START, WINDOW_END):
-        index = table.schema.get_field_index(name)
-        as_ts = pc.cast(table[name], pa.timestamp("us", tz="UTC"))
-        table = table.set_column(index, name, as_ts)
-    return table
+def _with_timestamps(rows: DataFrame) -> DataFrame:
+    return rows.withColumns(
+        {name: F.timestamp_micros(F.col(name)) for name in (WINDOW_START, WINDOW_END)}
+    )

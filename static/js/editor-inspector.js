@@ -99,7 +99,10 @@ export function createInspector(editor) {
     if (!type || type.role !== "sink") {
       const row = document.createElement("div");
       row.className = "row";
-      const others = state.doc.operators.filter((o) => o.id !== op.id);
+      // Only operators that may take this one's rows: not itself, no source, none it feeds already.
+      const fed = new Set(state.doc.edges.filter((e) => e.from === op.id).map((e) => e.to));
+      const others = state.doc.operators.filter((o) => o.id !== op.id && !fed.has(o.id)
+        && catalog.get(o.type)?.role !== "source");
       row.innerHTML = `<label class="inline-label" for="connect-to">Feeds</label><select id="connect-to">${others.map((o) => `<option value="${esc(o.id)}">${esc(o.id)}</option>`).join("")}</select>`;
       row.append(nodeButton("Connect", `Connect ${op.id} to the chosen operator`, () => {
         const to = $("connect-to").value;

@@ -22,7 +22,11 @@ const state = {
   timer: null,
   saving: false,
   newer: null,          // a version someone else saved meanwhile
+  past: [],             // documents before each change, for undo (newest last)
+  future: [],           // documents undone, for redo
+  last: null,           // the document as of the latest change
 };
+const HISTORY_LIMIT = 200;
 state.doc.operators ??= [];
 state.doc.edges ??= [];
 
@@ -165,8 +169,43 @@ function render() {
 }
 
 function changed({ redraw = true } = {}) {
+  remember();
   if (redraw) render();
   scheduleValidation();
+}
+
+// ---- undo and redo -----------------------------------------------------------------------
+
+function remember() {
+  const now = JSON.stringify(state.doc);
+  if (now === state.last) return;
+  if (state.last !== null) {
+    state.past.push(state.last);
+    if (state.past.length > HISTORY_LIMIT) state.past.shift();
+  }
+  state.future = [];
+  state.last = now;
+  updateHistoryButtons();
+}
+
+function travel(from, to) {
+  if (!from.length) return;
+  to.push(state.last);
+  state.last = from.pop();
+  state.doc = JSON.parse(state.last);
+  if (state.selected?.operator && !opById(state.selected.operator)) state.selected = null;
+  if (state.selected?.edge && !state.doc.edges.some((e) => edgeKey(e) === state.selected.edge)) state.selected = null;
+  render();
+  scheduleValidation();
+  updateHistoryButtons();
+}
+
+const undo = () => travel(state.past, state.future);
+const redo = () => travel(state.future, state.past);
+
+function updateHistoryButtons() {
+  $("undo").disabled = state.past.length === 0;
+  $("redo").disabled = state.future.length === 0;
 }
 
 function select(target) {
@@ -191,11 +230,33 @@ function startConnect(id) {
   render();
 }
 
+const typing = (el) => el && (el.isContentEditable || ["INPUT", "SELECT", "TEXTAREA"].includes(el.tagName));
+
 document.addEventListener("keydown", (event) => {
   if (event.key === "Escape" && state.connectFrom) {
     state.connectFrom = null;
     $("connect-hint").textContent = "";
     render();
+    return;
+  }
+  const mod = event.ctrlKey || event.metaKey;
+  const key = event.key.toLowerCase();
+  if (mod && key === "s") {
+    event.preventDefault();
+    if (!$("save").disabled) $("save").click();
+    return;
+  }
+  if (typing(document.activeElement)) return;
+  if (mod && key === "z") {
+    event.preventDefault();
+    (event.shiftKey ? redo : undo)();
+  } else if (mod && key === "y") {
+    event.preventDefault();
+    redo();
+  } else if ((event.key === "Delete" || event.key === "Backspace") && state.selected) {
+    event.preventDefault();
+    if (state.selected.operator) deleteOperator(state.selected.operator);
+    else removeEdge(state.selected.edge);
   }
 });
 
@@ -225,7 +286,9 @@ async function connect(from, to) {
 }
 
 function removeEdge(key) {
-  state.doc.edges = state.doc.edges.filter((e) => edgeKey(e) !== key);
+  // One edge goes, even where an imported document repeats it.
+  const index = state.doc.edges.findIndex((e) => edgeKey(e) === key);
+  if (index >= 0) state.doc.edges.splice(index, 1);
   if (state.selected?.edge === key) state.selected = null;
   changed();
 }
@@ -301,5 +364,14 @@ const inspector = createInspector(editor);
 
 setupDocumentIO(editor);
 renderPalette();
+$("undo").addEventListener("click", undo);
+$("redo").addEventListener("click", redo);
+state.last = JSON.stringify(state.doc);
+updateHistoryButtons();
 render();
-validate();
+if (state.doc.operators.length) {
+  validate();
+} else {
+  // Nothing to check before the first action: a blank job is not "2 problems".
+  $("validity").textContent = "empty";
+}

@@ -2,7 +2,7 @@
 // conversion between a field's text and the JSON value the DAG document holds.
 
 const MAPPING_KINDS = new Set(["expressions", "aggregates", "schema"]);
-const LIST_KINDS = new Set(["columns", "string_list"]);
+const LIST_KINDS = new Set(["columns", "string_list", "stream_names"]);
 const PLACEHOLDERS = {
   expressions: "name: expression, one per line",
   aggregates: "name: count(*), one per line",
@@ -11,6 +11,9 @@ const PLACEHOLDERS = {
   string_list: "value, value",
   interval: "e.g. 10 seconds",
   expression: "Spark SQL, e.g. event_type = 'view'",
+  redis_url: "redis://host:6379/0 or env:REDIS_URL",
+  stream_names: "stream, stream",
+  stream_start: "earliest, latest or {\"stream\": \"1700000000000-0\"}",
 };
 
 export function fieldText(kind, value) {
@@ -29,6 +32,9 @@ export function fieldValue(kind, text) {
   if (raw === "") return undefined;
   if (kind === "positive_int" || kind === "int") return /^-?\d+$/.test(raw) ? Number(raw) : raw;
   if (kind === "non_negative_float") return Number.isFinite(Number(raw)) ? Number(raw) : raw;
+  if (kind === "stream_start" && raw.startsWith("{")) {
+    try { return JSON.parse(raw); } catch { return raw; }  // the validator names the problem
+  }
   if (LIST_KINDS.has(kind)) return raw.split(",").map((s) => s.trim()).filter(Boolean);
   if (MAPPING_KINDS.has(kind)) {
     const mapping = {};
@@ -57,10 +63,11 @@ export function paramField(param, value, idPrefix, onInput) {
     label.append(req);
   }
   let input;
-  if (param.kind === "file_format") {
+  if (param.kind === "file_format" || param.kind === "stream_payload") {
     input = document.createElement("select");
-    for (const option of ["", "json", "csv", "parquet"]) {
-      input.add(new Option(option || "choose…", option));
+    const options = param.kind === "file_format" ? ["", "json", "csv", "parquet"] : ["", "fields", "json"];
+    for (const option of options) {
+      input.add(new Option(option || (param.required ? "choose…" : "default"), option));
     }
   } else if (MAPPING_KINDS.has(param.kind)) {
     input = document.createElement("textarea");

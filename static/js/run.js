@@ -6,6 +6,7 @@ import { drawGraph } from "./graph.js";
 import { TimeChart, formatMs, formatRate } from "./charts.js";
 import { $, esc } from "./dom.js";
 import { setupScaling } from "./run-scale.js";
+import { setupBroker } from "./run-broker.js";
 
 const config = JSON.parse(document.getElementById("run-config").textContent);
 const LIVE = new Set(["starting", "running", "recovering"]);
@@ -15,7 +16,8 @@ const state = {
   status: config.status,
   fields: [],            // live_fields of the snapshot: the order of each operator's values
   lastEpoch: null,       // the newest epoch applied
-  instances: Object.fromEntries(config.dag.operators.map((o) => [o.id, o.parallelism || 1])),
+  instances: Object.fromEntries(config.dag.operators.map(
+    (o) => [o.id, config.parallelism?.[o.id] ?? o.parallelism ?? 1])),
   pendingOps: new Set(),
   reconfigurations: new Map(), // id -> {t, label}
   epochTimes: new Map(), // epoch -> unix seconds, for markers
@@ -56,6 +58,7 @@ function renderOperator(raw, el) {
   }));
 }
 
+const broker = setupBroker($("broker-sources"), config.broker);
 const graph = drawGraph($("run-graph"), config.dag, { size: NODE, renderNode: renderOperator });
 window.addEventListener("resize", () => graph.fit());
 
@@ -65,6 +68,7 @@ function stepBlock(opId, step) {
   const n = state.instances[opId];
   if (!LIVE.has(state.status)) return `the run is ${state.status}`;
   if (limits.pinned_reason) return `pinned to 1 instance: ${limits.pinned_reason}`;
+  if (limits.fixed_reason) return `${opId} ${limits.fixed_reason}`;
   if (step > 0 && limits.max != null && n >= limits.max) return `at its limit of ${limits.max} instances`;
   if (step < 0 && n <= 1) return "already at 1 instance";
   if (state.pendingOps.has(opId)) return "a change to this operator is still pending";
@@ -87,7 +91,7 @@ function setText(el, field, text) {
   if (target && target.textContent !== text) target.textContent = text;
 }
 
-function applyOperators(ops, batchMs) {
+function applyOperators(ops, batchMs, bottleneck = null) {
   const f = state.fields;
   const at = (values, name) => values[f.indexOf(name)];
   let total = 0;
@@ -100,10 +104,21 @@ function applyOperators(ops, batchMs) {
     const busy = at(values, "busy");
     const etp = at(values, "etp");
     const congested = Boolean(at(values, "congested"));
+    const region = at(values, "region");
+    const mark = region ? " ᴿ" : "";
     setText(el, "in", formatRate(at(values, "input_rate") ?? null));
     setText(el, "out", formatRate(at(values, "output_rate")));
-    setText(el, "busy", busy == null || !batchMs ? "—" : `${Math.min(100, (100 * busy) / batchMs).toFixed(0)}%`);
-    setText(el, "true", formatRate(at(values, "processing_rate")));
+    setText(el, "busy", busy == null || !batchMs ? "—" : `${Math.min(100, (100 * busy) / batchMs).toFixed(0)}%${mark}`);
+    setText(el, "true", `${formatRate(at(values, "processing_rate"))}${mark}`);
+    const limits = config.limits[opId] || {};
+    const notes = [];
+    if (region) notes.push(`busy and true/s (ᴿ) are region ${region}'s: Spark runs it as one stage`);
+    if (limits.pinned_reason) notes.push(`pinned to 1: ${limits.pinned_reason}`);
+    if (limits.fixed_reason) notes.push(`instances fixed: ${limits.fixed_reason}`);
+    const demand = at(values, "demand_rate");
+    if (congested && demand != null) notes.unshift(`demand ${formatRate(demand)}/s over capacity`);
+    setText(el, "note", notes.join(" · "));
+    el.classList.toggle("bottleneck", bottleneck != null && (bottleneck === opId || bottleneck === region));
     setText(el, "etp", etp == null ? "—" : etp.toFixed(2));
     setText(el, "instances", String(state.instances[opId]));
     el.classList.toggle("congested", congested);
@@ -140,12 +155,16 @@ function applyEpoch(epoch, m, chart = true) {
   const egress = sumOver(m.ops, config.sinks, "input_rate");
   $("kpi-epoch").textContent = String(epoch);
   $("kpi-batch").textContent = formatMs(m.d);
-  $("kpi-backlog").textContent = `${formatRate(m.backlog)} rows`;
+  const trend = m.growth == null ? "" : m.growth > 0 ? ` ↑${formatRate(m.growth)}/s` : m.growth < 0 ? ` ↓${formatRate(-m.growth)}/s` : " steady";
+  $("kpi-backlog").textContent = `${formatRate(m.backlog)}${trend}`;
+  $("kpi-backlog").classList.toggle("bad", (m.growth || 0) > 0);
+  $("kpi-offered").textContent = m.offered == null ? "—" : `${formatRate(m.offered)}/s`;
   $("kpi-in").textContent = `${formatRate(ingest)}/s`;
   $("kpi-out").textContent = `${formatRate(egress)}/s`;
   $("kpi-p50").textContent = formatMs(m.lat[0]);
   $("kpi-p99").textContent = formatMs(m.lat[1]);
-  applyOperators(m.ops, m.d);
+  applyOperators(m.ops, m.d, m.bottleneck);
+  broker.apply(m.broker);
   if (!chart) return;
   throughput.append(m.t, [ingest, egress]);
   latency.append(m.t, [m.lat[0], m.lat[1]]);
@@ -237,6 +256,7 @@ function onMessage(event) {
     }
     setMarkers();
   } else if (event.type === "run.epoch") {
+    broker.count(event.metrics.broker);  // a new epoch: its dead letters join the run's total
     applyLive(event.epoch, event.metrics);
   } else if (event.type === "run.autoscale") {
     htmx.trigger(document.body, "autoscale-changed");  // a new proposal: refresh the panel

@@ -79,7 +79,9 @@ def _healthy(url: str) -> bool:
 def _launcher_env(var_dir: Path) -> dict[str, str]:
     drop = {"DATABASE_URL", "REDIS_URL", "STREAMSCALE_VAR_DIR", "PORT", "DJANGO_SETTINGS_MODULE"}
     env = {k: v for k, v in os.environ.items() if k not in drop}
-    env.update(STREAMSCALE_VAR_DIR=str(var_dir), PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
+    env.update(STREAMSCALE_VAR_DIR=str(var_dir), PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1",
+               # Runs fed an hour of history keep all of it while a test looks at them.
+               METRICS_FULL_RESOLUTION_S="7200")
     return env
 
 
@@ -166,8 +168,11 @@ def signed_in(stack, browser) -> Iterator[Callable]:
     contexts, errors = [], []
 
     def open_page(role: str, *, width: int = 1280, height: int = 900):
+        # The pages' Content-Security-Policy forbids eval, which Playwright's wait_for_function
+        # uses for its predicates; the policy itself is checked in tests/webapp/test_security.py.
         context = browser.new_context(viewport={"width": width, "height": height},
-                                      base_url=stack.url.rstrip("/"), accept_downloads=True)
+                                      base_url=stack.url.rstrip("/"), accept_downloads=True,
+                                      bypass_csp=True)
         contexts.append(context)
         page = context.new_page()
         page.on("console", lambda m: m.type == "error" and errors.append(f"{role}: {m.text}"))

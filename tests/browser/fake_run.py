@@ -152,11 +152,27 @@ def fake_commands_apply(*, run_id: int, epoch: int, cursor: str | None) -> str |
         cursor = entry_id
         if fields.get("kind") == "stop":
             continue
+        after = _installed(run_id, fields)
         reconfiguration_acknowledge(run_id=run_id, ack={
             "request_id": fields.get("request_id"), "kind": fields.get("kind"),
             "operator": fields.get("operator"), "status": "applied", "applied_epoch": epoch,
-            "control_latency_ms": 14.0, "state_bytes_moved": 0})
+            "control_latency_ms": 14.0, "state_bytes_copied": 0, "after": after})
     return cursor
+
+
+def _installed(run_id: int, fields: dict[str, str]) -> dict:
+    """What a driver reports it installed for a command (its ack's `after`)."""
+    import json
+
+    from webapp.jobs.models import Run
+
+    operator = fields.get("operator") or ""
+    after = {"parallelism": Run.objects.get(pk=run_id).parallelism.get(operator, 1)}
+    if fields.get("kind") == "rescale":
+        after["parallelism"] = int(fields["parallelism"])
+    if fields.get("kind") == "logic":
+        after["params"] = json.loads(fields["params"])
+    return after
 
 
 def feed(*, run_id: int, period_s: float = 1.0) -> None:

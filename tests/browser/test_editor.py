@@ -89,3 +89,61 @@ def test_export_and_import_round_trip(signed_in, tmp_path):
         page.click("#export")
     exported = json.loads(open(download.value.path()).read())
     assert exported["operators"] == imported["operators"] and exported["edges"] == imported["edges"]
+
+
+def test_undo_redo_keys_and_the_choices_offered(signed_in):
+    page = signed_in("editor")
+    page.goto("/jobs/new/")
+    page.wait_for_selector("#validity")
+    # A blank job has nothing to complain about before the first action.
+    page.wait_for_function("document.querySelector('#validity').textContent === 'empty'")
+    assert page.inner_text("#problems").strip() in ("", "None.")
+    assert page.is_disabled("#undo") and page.is_disabled("#redo")
+
+    page.click('.palette-item[data-type="source.generator"]')
+    page.click('.palette-item[data-type="filter"]')
+    page.click('.palette-item[data-type="sink.memory"]')
+    assert page.locator(".editor-node").count() == 3
+    # "Feeds" offers neither a source nor what the operator feeds already.
+    page.click('[data-operator="generator"] .op-select')
+    options = page.locator("#connect-to option").all_inner_texts()
+    assert "generator" not in options and "filter" not in options and "memory" in options
+
+    page.click("body", position={"x": 5, "y": 5})
+    page.keyboard.press("Control+z")
+    assert page.locator(".editor-node").count() == 2
+    page.keyboard.press("Control+z")
+    assert page.locator(".editor-node").count() == 1
+    page.keyboard.press("Control+Shift+z")
+    page.keyboard.press("Control+y")
+    assert page.locator(".editor-node").count() == 3
+    assert page.is_disabled("#redo") and not page.is_disabled("#undo")
+
+    # Delete removes the selected operator with its edges; the Undo button brings both back.
+    page.click('[data-operator="filter"] .op-select')
+    page.keyboard.press("Delete")
+    assert page.locator(".editor-node").count() == 2
+    assert page.locator("#editor-graph path.edge").count() == 0
+    page.click("#undo")
+    assert page.locator(".editor-node").count() == 3
+    assert page.locator("#editor-graph path.edge").count() == 2
+
+
+def test_removing_one_of_two_repeated_edges_keeps_the_other(signed_in, tmp_path):
+    page = signed_in("editor")
+    page.goto("/jobs/new/")
+    repeated = dict(DAG, name="repeated-edge")
+    repeated["edges"] = DAG["edges"] + [{"from": "views", "to": "out"}]
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(repeated))
+    page.set_input_files("#import-file", str(path))
+    page.wait_for_selector(".editor-node")
+    page.click('[data-operator="out"] .op-select')
+    removes = page.locator('.edge-list button[aria-label="Remove edge views to out"]')
+    assert removes.count() == 2
+    removes.first.click()
+    assert page.locator('.edge-list button[aria-label="Remove edge views to out"]').count() == 1
+    with page.expect_download() as download:
+        page.click("#export")
+    exported = json.loads(open(download.value.path()).read())
+    assert exported["edges"].count({"from": "views", "to": "out"}) == 1

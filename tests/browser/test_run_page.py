@@ -97,10 +97,12 @@ def test_one_click_scale_out_rollback_and_history_on_a_fed_run(stack, signed_in)
         page.goto(f"/runs/{run_id}/")
         page.wait_for_function("document.querySelector('#live-state').textContent === 'live'")
         assert _instances(page, "counts") == "2"
-        # Sources can grow; a single-instance operator cannot shrink, and says why.
+        # Sources can grow; a sink cannot change live, and its controls say why.
         minus = page.locator('[data-operator="out"] button.minus')
         assert minus.get_attribute("aria-disabled") == "true"
-        assert minus.get_attribute("title") == "already at 1 instance"
+        assert minus.get_attribute("title") == (
+            "out cannot change live: it writes in the stage that feeds it, whose parallelism "
+            "it follows")
         # Keyboard: focus + on the keyed operator and press Enter.
         page.focus('[data-operator="counts"] button.plus')
         page.keyboard.press("Enter")

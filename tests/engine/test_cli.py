@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -10,14 +12,31 @@ from typing import Any
 
 import pytest
 
+from engine.cli import main
 from tests.engine.builders import CAMPAIGN_VIEWS, EXAMPLES
 
 ROOT = EXAMPLES.parent
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "engine", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    """``python -m engine ARGS`` in this process: each process starts its own JVM for Spark's
+    expression parser, so the commands share the test process's (one test below runs the
+    real command line)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(ROOT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 2
+    return subprocess.CompletedProcess(["engine", *args], code, out.getvalue(), err.getvalue())
+
+
+def test_the_command_line_runs_as_a_program() -> None:
+    example = str(EXAMPLES / "campaign_views.json")
+    done = subprocess.run([sys.executable, "-m", "engine", "validate", example],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)
 
 
 def ok(*args: str) -> Any:

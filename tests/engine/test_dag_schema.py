@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from engine.dag import JobGraph, output_columns, parse_job_graph
 from engine.dag.catalog import OPERATOR_TYPES
-from engine.dag.syntax import expression_problem, interval_seconds
+from engine.dag.expressions import expression_problems
+from engine.dag.syntax import interval_seconds
 from tests.engine.builders import document
 
 
@@ -43,7 +44,7 @@ def test_rate_source_and_join_columns() -> None:
 def test_file_source_without_schema_skips_column_checks() -> None:
     doc = document([("files", "d"), ("d", "out")],
                    {"files": "source.files", "d": "dedupe", "out": "sink.memory"})
-    doc["operators"][0]["params"] = {"path": "/data/in", "format": "json"}
+    doc["operators"][0]["params"] = {"path": "data/in", "format": "json"}
     assert output_columns(parse_job_graph(doc))["d"] == {}
 
 
@@ -61,9 +62,11 @@ def test_intervals_and_expressions() -> None:
     assert interval_seconds("500 milliseconds") == 0.5
     assert interval_seconds("0 seconds") is None
     assert interval_seconds("soon") is None
-    assert expression_problem("event_type = 'view'") is None
-    assert expression_problem("lower(name) IN ('a', 'b')") is None
-    assert expression_problem("") == "expression is empty"
-    assert expression_problem("(a = 1") is not None
-    assert expression_problem("a = 'x") is not None
-    assert expression_problem("a AND") is not None
+    assert interval_seconds("0.0000001 seconds") is None
+    assert interval_seconds("1000000000 days") is None
+    assert expression_problems("event_type = 'view'") == []
+    assert expression_problems("lower(name) IN ('a', 'b')") == []
+    assert expression_problems("") == ["expression is empty"]
+    assert expression_problems("(a = 1") != []
+    assert expression_problems("a = 'x") != []
+    assert expression_problems("a AND") != []

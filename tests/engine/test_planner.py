@@ -86,7 +86,7 @@ def test_ordered_merge_before_an_ordered_sink() -> None:
     assert filtered.region_of("o1").ordered_merge
     assert filtered.region_of("o1").merge == "sequence_pulse"
     mapped = plan_job(chain(["source.generator", "map", "sink.files"], [1, 4, 1],
-                            {2: {"path": "/tmp/out", "format": "json"}}))
+                            {2: {"path": "out", "format": "json"}}))
     assert mapped.region_of("o1").merge == "round_robin"
     unordered = plan_job(chain(["source.generator", "filter", "sink.postgres"], [1, 4, 1]))
     assert not unordered.region_of("o1").ordered_merge

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import os
 from pathlib import Path
 
@@ -26,3 +28,10 @@ def child_env() -> dict[str, str]:
         PYTHONPATH=str(ROOT),
     )
     return env
+
+
+def run_alone(coroutine):  # type: ignore[no-untyped-def]
+    """``asyncio.run`` on a thread of its own: a browser test's Playwright session keeps an
+    event loop running in the main thread for the rest of the suite."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

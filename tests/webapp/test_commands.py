@@ -34,8 +34,12 @@ def test_ensure_demo_creates_once_and_says_how_to_sign_in():
     first, second = StringIO(), StringIO()
     call_command("ensure_demo", stdout=first)
     call_command("ensure_demo", stdout=second)
-    assert "sign in as 'admin'" in first.getvalue() and "(created)" in first.getvalue()
-    assert "(created)" not in second.getvalue()
+    assert "sign in as 'admin'" in first.getvalue() and "(created" in first.getvalue()
+    assert "(created" not in second.getvalue()
+    password = first.getvalue().split("with password '", 1)[1].split("'", 1)[0]
+    assert len(password) >= 16 and password != "streamscale"
+    assert password not in second.getvalue()
+    assert User.objects.get(username="admin").check_password(password)
     assert User.objects.filter(username="admin", role="admin").count() == 1
     assert Job.objects.filter(name="campaign-views").count() == 1
     assert "demo run" in first.getvalue() and "demo run" not in second.getvalue()

@@ -26,6 +26,10 @@ from webapp.config import ConfigError, load_config, parse_database_url
         ("ALLOWED_HOSTS", "good.example, bad host"),
         ("DEBUG", "maybe"),
         ("AUDIT_RETENTION_DAYS", "0"),
+        ("WEB_THREADS", "0"),
+        ("WEB_WORKERS", "two"),
+        ("WEB_QUEUE", "many"),
+        ("METRICS_FULL_RESOLUTION_S", "-5"),
     ],
 )
 def test_malformed_value_names_the_variable(name, value):

@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -103,10 +104,35 @@ def _query(url: str, sql: str) -> object:
 def test_postgres_starts_and_answers_queries(var_dir: Path) -> None:
     url = embedded.ensure_postgres(var_dir=var_dir)
 
-    match = re.fullmatch(r"postgres://postgres@127\.0\.0\.1:(\d+)/streamscale", url)
-    assert match and int(match.group(1)) != 5432  # never the machine's own server
+    match = re.fullmatch(r"postgres://postgres:([0-9a-f]{48})@127\.0\.0\.1:(\d+)/streamscale", url)
+    assert match and int(match.group(2)) != 5432  # never the machine's own server
     assert _query(url, "SELECT current_database()") == "streamscale"
     assert _query(url, "SELECT 6 * 7") == 42
+
+
+def test_postgres_needs_its_generated_password(var_dir: Path) -> None:
+    url = embedded.ensure_postgres(var_dir=var_dir)
+    password_file = var_dir / "postgres" / "password"
+    assert stat.S_IMODE(password_file.stat().st_mode) == 0o600
+    assert password_file.read_text().strip() in url
+    with pytest.raises(psycopg2.OperationalError, match="password"):
+        _query(url.replace(password_file.read_text().strip(), "guess"), "SELECT 1")
+    with pytest.raises(psycopg2.OperationalError):
+        _query(re.sub(r":[0-9a-f]{48}@", "@", url), "SELECT 1")
+
+
+def test_a_cluster_made_with_trust_login_gets_its_password(var_dir: Path) -> None:
+    url = embedded.ensure_postgres(var_dir=var_dir)
+    hba = var_dir / "postgres" / "data" / "pg_hba.conf"
+    hba.write_text("host all all 127.0.0.1/32 trust\n")  # as clusters were made before
+    _query(url, "SELECT pg_reload_conf()")
+    no_password = re.sub(r":[0-9a-f]{48}@", "@", url)
+    assert _query(no_password, "SELECT 1") == 1
+
+    assert embedded.ensure_postgres(var_dir=var_dir) == url
+    with pytest.raises(psycopg2.OperationalError):
+        _query(no_password, "SELECT 1")
+    assert _query(url, "SELECT 1") == 1
 
 
 def test_postgres_outlives_its_starter_and_is_reused(var_dir: Path) -> None:
@@ -176,11 +202,25 @@ def test_postgres_failure_names_the_step_and_the_log(var_dir: Path) -> None:
 # --- Redis ----------------------------------------------------------------------------------
 
 
+def test_a_redis_without_a_password_gets_one(var_dir: Path) -> None:
+    url = embedded.ensure_redis(var_dir=var_dir)
+    redis.Redis.from_url(url).config_set("requirepass", "")  # as servers ran before
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    assert redis.Redis(host="127.0.0.1", port=port).ping()
+
+    assert embedded.ensure_redis(var_dir=var_dir) == url
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis(host="127.0.0.1", port=port).ping()
+
+
 def test_redis_starts_and_serves_commands(var_dir: Path) -> None:
     url = embedded.ensure_redis(var_dir=var_dir)
 
-    match = re.fullmatch(r"redis://127\.0\.0\.1:(\d+)/0", url)
-    assert match and int(match.group(1)) != 6379  # never the machine's own server
+    match = re.fullmatch(r"redis://:([0-9a-f]{48})@127\.0\.0\.1:(\d+)/0", url)
+    assert match and int(match.group(2)) != 6379  # never the machine's own server
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis(host="127.0.0.1", port=int(match.group(2))).ping()
+    assert stat.S_IMODE((var_dir / "redis" / "password").stat().st_mode) == 0o600
     client = redis.Redis.from_url(url)
     assert client.ping()
     client.set("streamscale:test", "value")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import socket
 import uuid
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg2
 import pytest
 
+from tests.conftest import with_database
 from webapp.launcher.external_services import ServiceUnreachable, check_redis, ensure_database
 
 
@@ -19,14 +19,9 @@ def _closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _with_database(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
 def test_a_missing_database_is_created_once(service_urls: dict[str, str]) -> None:
     name = f"streamscale_ext_{uuid.uuid4().hex[:8]}"
-    url = _with_database(service_urls["database_url"], name)
+    url = with_database(service_urls["database_url"], name)
     try:
         assert ensure_database(url) is True
         assert ensure_database(url) is False
@@ -38,7 +33,7 @@ def test_a_missing_database_is_created_once(service_urls: dict[str, str]) -> Non
         finally:
             conn.close()
     finally:
-        admin = psycopg2.connect(_with_database(service_urls["database_url"], "postgres"))
+        admin = psycopg2.connect(with_database(service_urls["database_url"], "postgres"))
         admin.autocommit = True
         with admin.cursor() as cursor:
             cursor.execute(f'DROP DATABASE IF EXISTS "{name}"')

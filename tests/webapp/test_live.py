@@ -205,3 +205,29 @@ def test_an_idle_subscriber_still_receives_later_events(make_user, job):
         await communicator.disconnect()
 
     _run(scenario)
+
+
+def test_live_epoch_carries_offered_load_backlog_trend_regions_and_bottleneck():
+    from webapp.runs.live import LIVE_FIELDS, live_metrics
+
+    metrics = {
+        "epoch": 4, "batch_duration_ms": 900.0, "backlog_rows": 5000, "latency_ms": {},
+        "sources": {"events": {"offered_rate": 3000.0, "backlog_growth_per_s": 1200.0}},
+        "regions": {"events+views": {"operators": ["events", "views"], "busy_ms": [300.0, 420.0],
+                                     "processing_rate": 9000.0}},
+        "bottleneck": "counts",
+        "operators": {
+            "views": {"instances": 2, "rows_in": 10, "rows_out": 8, "busy_ms": None,
+                      "processing_rate": None, "region": "events+views", "demand_rate": 2400.0},
+            "counts": {"instances": 1, "rows_in": 8, "rows_out": 2, "busy_ms": [800.0],
+                       "processing_rate": 1000.0, "region": None, "demand_rate": 2400.0,
+                       "congested": True},
+        },
+    }
+    live = live_metrics(metrics, at=1.0)
+    assert (live["offered"], live["growth"], live["bottleneck"]) == (3000.0, 1200.0, "counts")
+    views = dict(zip(LIVE_FIELDS, live["ops"]["views"], strict=True))
+    assert views["region"] == "events+views"
+    assert views["busy"] == 420.0 and views["processing_rate"] == 9000.0  # the region's
+    counts = dict(zip(LIVE_FIELDS, live["ops"]["counts"], strict=True))
+    assert counts["busy"] == 800.0 and counts["congested"] and counts["region"] is None

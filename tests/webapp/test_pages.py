@@ -86,7 +86,7 @@ def test_static_htmx_is_served_from_our_files(session_client):
 
 def test_healthz_needs_no_login():
     response = Client().get("/healthz")
-    assert response.status_code == 200 and response.content == b"ok"
+    assert response.json()["checks"]["database"]["ok"] is True
 
 
 # ---- run page, scaling controls, autoscaler --------------------------------------------------
@@ -125,6 +125,20 @@ def test_run_page_serves_its_scripts_and_libraries_from_our_static_files(session
                  "/static/vendor/uplot-1.6.32/uPlot.iife.min.js", "/static/js/run.js"):
         assert path in page
     assert "cdn" not in page.lower()
+
+
+def test_a_failed_run_page_shows_its_cause_in_one_line(session_client, live_run):
+    from webapp.jobs.models import RunStatus
+    from webapp.runs.services import run_status_set
+
+    run_status_set(run_id=live_run.pk, status=RunStatus.FAILED, detail=(
+        "driver 42 exited with code 1: the query failed: ValueError: bad row\n"
+        "last output:\nTraceback (most recent call last):"))
+    page = session_client(Role.VIEWER).get(f"/runs/{live_run.pk}/").content.decode()
+
+    assert ('<strong>Failed:</strong> driver 42 exited with code 1: the query failed: '
+            'ValueError: bad row</p>') in page
+    assert "Traceback" not in page
 
 
 def test_missing_run_is_404(session_client):
@@ -328,3 +342,80 @@ def test_history_offers_actor_and_kind_choices(session_client, live_run):
     page = session_client(Role.VIEWER).get("/history/").content.decode()
     assert '<option value="reconfiguration.">reconfiguration.*</option>' in page
     assert "<option>operator-session</option>" in page
+
+
+def test_refused_and_missing_pages_keep_the_navigation_and_say_why(session_client):
+    viewer = session_client(Role.VIEWER)
+    refused = viewer.get("/jobs/new/")
+    page = refused.content.decode()
+    assert refused.status_code == 403 and "Not allowed" in page and "editor role" in page
+    assert 'aria-label="Main"' in page
+    missing = viewer.get("/jobs/999999/")
+    page = missing.content.decode()
+    assert missing.status_code == 404 and "Not found" in page and "no job 999999" in page
+    assert 'aria-label="Main"' in page
+
+
+def test_job_page_lists_its_runs_with_their_failure_cause(session_client, job):
+    from webapp.jobs.models import Run, RunStatus
+
+    version = job.versions.get(number=1)
+    Run.objects.create(
+        job=job, version=version, status=RunStatus.FAILED, restarts=3,
+        failure_reason="\nAnalysisException: cannot resolve 'x'\n  at line 2\n  at line 3",
+    )
+    page = session_client(Role.VIEWER).get(f"/jobs/{job.pk}/").content.decode()
+    runs = page.split('id="runs-title"')[1]
+    assert "status-failed" in runs and "<td>3</td>" in runs
+    assert "AnalysisException: cannot resolve" in runs and "at line 2" not in runs
+
+
+def test_the_start_button_names_the_version_shown(session_client, token_client, job, simple_dag):
+    _add_version(token_client, job, simple_dag, "v2")
+    client = session_client(Role.OPERATOR)
+    assert "Start v2" in client.get(f"/jobs/{job.pk}/").content.decode()
+    panel = client.get(
+        f"/jobs/{job.pk}/?version=1", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="version-panel"
+    ).content.decode()
+    assert "Start v1" in panel and 'value="1"' in panel and "Start v2" not in panel
+
+
+def test_the_job_list_filters_by_name_and_by_whether_a_run_is_going(
+    session_client, make_user, simple_dag
+):
+    from webapp.jobs.models import Run, Trigger
+    from webapp.jobs.services import job_create
+
+    author = make_user(Role.EDITOR, name="author")
+    names = ["orders-eu", "orders-us", "clicks"]
+    jobs = {}
+    for name in names:
+        version = job_create(dag={**simple_dag, "name": name}, actor=author, trigger=Trigger.USER)
+        jobs[name] = version.job
+    busy = jobs["orders-us"]
+    Run.objects.create(job=busy, version=busy.versions.get(number=1))
+    client = session_client(Role.VIEWER)
+
+    def listed(query: str) -> list[str]:
+        page = client.get(f"/?{query}").content.decode()
+        return [n for n in names if f">{n}</a>" in page]
+
+    assert listed("") == names
+    assert listed("q=ORDERS") == ["orders-eu", "orders-us"]
+    assert listed("q=orders&state=running") == ["orders-us"]
+    assert listed("state=idle") == ["orders-eu", "clicks"]
+    assert "No job matches" in client.get("/?q=nothing-like-this").content.decode()
+
+
+def test_history_filters_offer_each_actor_and_kind_once(make_user):
+    from webapp.audit.services import audit_record
+    from webapp.jobs.models import Trigger
+    from webapp.pages.selectors import history_choices
+
+    people = [make_user(Role.OPERATOR, name=n) for n in ("ann", "bob", "cy")]
+    for i in range(12):
+        action = ("run.started", "run.stopped")[i % 2]
+        audit_record(actor=people[i % 3], trigger=Trigger.USER, action=action)
+    choices = history_choices()
+    assert choices["actors"] == ["ann", "bob", "cy"]
+    assert choices["kinds"] == ["run.", "run.started", "run.stopped"]

@@ -44,7 +44,11 @@ def _sent(run) -> list[dict[str, str]]:
     return [message for _, message in channel.read_after(None, 0)]
 
 
-def _ack(run, message, *, epoch=12, status="applied", reason=None):
+def _ack(run, message, *, epoch=12, status="applied", reason=None, after=None):
+    """The driver's ack of a sent command; ``after`` is what it installed (by default what
+    the command asked for)."""
+    if after is None and status == "applied":
+        after = {"parallelism": int(message["parallelism"])} if "parallelism" in message else {}
     return reconfiguration_acknowledge(
         run_id=run.pk,
         ack={
@@ -55,7 +59,9 @@ def _ack(run, message, *, epoch=12, status="applied", reason=None):
             "reason": reason,
             "applied_epoch": epoch if status == "applied" else None,
             "control_latency_ms": 4.5,
-            "state_bytes_moved": 0 if status == "applied" else None,
+            "state_bytes_copied": 0 if status == "applied" else None,
+            "epoch_ended_at_ms": 1_700_000_000_000.0 if status == "applied" else None,
+            "after": after or {},
         },
     )
 
@@ -177,15 +183,21 @@ def test_stateless_logic_change_is_delivered(operator_client, live_run):
 
 
 def test_a_refused_command_leaves_the_plan_as_it_was(operator_client, live_run):
-    _post(
+    unknown = _post(operator_client, live_run, {
+        "kind": "logic", "operator": "views", "params": {"condition": "no_such_column > 1"}})
+    assert unknown.status_code == 400
+    assert "unknown column 'no_such_column'" in unknown.content.decode()
+    # Only Spark's analysis knows a double has no fields: the driver refuses that one.
+    response = _post(
         operator_client,
         live_run,
-        {"kind": "logic", "operator": "views", "params": {"condition": "no_such_column > 1"}},
+        {"kind": "logic", "operator": "views", "params": {"condition": "amount.cents > 1"}},
     )
+    assert response.status_code == 202, response.content
     (message,) = _sent(live_run)
-    _ack(live_run, message, status="rejected", reason="cannot resolve no_such_column")
+    _ack(live_run, message, status="rejected", reason="cannot extract cents from amount")
     record = Reconfiguration.objects.get()
-    assert record.status == "rejected" and "no_such_column" in record.status_reason
+    assert record.status == "rejected" and "cents" in record.status_reason
     live_run.refresh_from_db()
     assert live_run.target_dag == record.plan_before
 
@@ -274,3 +286,82 @@ def test_request_ids_are_unique_per_run_not_globally(operator_client, live_run):
         "request_id": uuid.uuid4().hex,
     }
     assert _post(operator_client, live_run, body).json()["created"] is True
+
+
+def test_applied_at_is_when_the_first_epoch_with_the_change_ended(operator_client, live_run):
+    _post(operator_client, live_run,
+          {"kind": "rescale", "operator": "counts", "parallelism": 4, "reason": "x"})
+    (message,) = _sent(live_run)
+    _ack(live_run, message, epoch=15)
+    body = operator_client.get(f"/api/reconfigurations/{Reconfiguration.objects.get().pk}").json()
+    assert body["applied_at"].startswith("2023-11-14T22:13:20")  # the ack's epoch_ended_at_ms
+    assert body["acks"][0]["epoch_ended_at_ms"] == 1_700_000_000_000.0
+
+
+def test_a_partial_apply_leaves_the_run_as_the_driver_acknowledged(operator_client, live_run):
+    """A rollback sends two commands; the driver applies the logic change and refuses the
+    rescale: the record fails, and the run's plan, parallelism and target say exactly that."""
+    _post(operator_client, live_run,
+          {"kind": "rescale", "operator": "counts", "parallelism": 5, "reason": "a"})
+    _ack(live_run, _sent(live_run)[0])
+    _post(operator_client, live_run,
+          {"kind": "logic", "operator": "views", "params": {"condition": "event_type = 'click'"},
+           "reason": "b"})
+    logic = _sent(live_run)[1]
+    _ack(live_run, logic, after={"parallelism": 1, "params": json.loads(logic["params"])})
+    rollback = _post(operator_client, live_run,
+                     {"kind": "rollback", "to_version": 1, "reason": "undo both"}).json()
+    back_logic, back_rescale = _sent(live_run)[2:]
+    original = json.loads(back_logic["params"])
+    _ack(live_run, back_logic, after={"parallelism": 1, "params": original})
+    _ack(live_run, back_rescale, status="rejected", reason="no")
+    record = Reconfiguration.objects.get(pk=rollback["id"])
+    assert record.status == "failed"
+    live_run.refresh_from_db()
+    ops = {op["id"]: op for op in live_run.target_dag["operators"]}
+    assert ops["views"]["params"] == original and ops["counts"]["parallelism"] == 5
+    api = operator_client.get(f"/api/runs/{live_run.pk}").json()
+    assert api["parallelism"]["counts"] == 5
+
+
+def test_a_rebalance_that_lowers_parallelism_is_what_the_run_records(operator_client, live_run):
+    owners = [0] * 8 + [1] * 8
+    _post(operator_client, live_run,
+          {"kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "a"})
+    _ack(live_run, _sent(live_run)[0])
+    response = _post(operator_client, live_run, {"kind": "rebalance", "operator": "counts",
+                                                 "assignment": owners, "reason": "b"})
+    assert response.status_code == 202, response.content
+    ranges = [[0, 7, 0], [8, 15, 1]]
+    _ack(live_run, _sent(live_run)[1], after={"parallelism": 2, "ranges": ranges})
+    live_run.refresh_from_db()
+    assert live_run.parallelism["counts"] == 2 and live_run.assignment["counts"] == ranges
+    counts = next(op for op in live_run.target_dag["operators"] if op["id"] == "counts")
+    assert counts["parallelism"] == 2
+    api = operator_client.get(f"/api/runs/{live_run.pk}").json()
+    assert api["parallelism"]["counts"] == 2 and api["assignment"]["counts"] == ranges
+    page = operator_client.get(f"/runs/{live_run.pk}/")
+    assert page.status_code == 200
+    config = json.loads(page.content.decode().split('id="run-config"', 1)[1]
+                        .split(">", 1)[1].split("</script>", 1)[0])
+    assert config["parallelism"]["counts"] == 2 and config["assignment"]["counts"] == ranges
+def test_a_sink_cannot_be_rescaled_and_the_answer_says_why(operator_client, live_run):
+    response = _post(
+        operator_client, live_run,
+        {"kind": "rescale", "operator": "out", "parallelism": 2, "request_id": "sink-1",
+         "reason": "more sink instances"},
+    )
+    assert response.status_code == 400
+    assert "'out' cannot change live" in response.json()["error"]
+    assert Reconfiguration.objects.count() == 0
+
+
+def test_the_generator_source_rescales_like_any_operator(operator_client, live_run):
+    response = _post(
+        operator_client, live_run,
+        {"kind": "rescale", "operator": "events", "parallelism": 2, "request_id": "src-1",
+         "reason": "the source is the bottleneck"},
+    )
+    assert response.status_code == 202
+    (message,) = _sent(live_run)
+    assert message["kind"] == "rescale" and message["operator"] == "events"

@@ -6,7 +6,8 @@ from __future__ import annotations
 from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpResponseForbidden, JsonResponse
+from django.http import JsonResponse
+from django.shortcuts import render
 
 from webapp.accounts.roles import REQUIRED_ROLE, Permission
 
@@ -18,7 +19,8 @@ def page_requires(permission: Permission):
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
             if not request.user.can(permission):
-                return HttpResponseForbidden(_denied(permission))
+                context = {"title": "Not allowed", "error": _denied(permission)}
+                return render(request, "pages/error.html", context, status=403)
             return view(request, *args, **kwargs)
 
         return wrapper

@@ -7,24 +7,39 @@ from django.http import JsonResponse
 from webapp.accounts.access import api_requires
 from webapp.accounts.roles import Permission
 from webapp.api.http import (
-    BadBody,
+    allow,
     field,
     json_body,
     method_not_allowed,
     service_errors,
     trigger_of,
 )
+from webapp.api.paging import MAX_PAGE_SIZE, page_of, query_int
 from webapp.autoscaling.services import autoscale_configure
 from webapp.reconfigurations.services import reconfiguration_preview, reconfiguration_request
 from webapp.runs import selectors
 from webapp.runs.services import run_start, run_stop
 
 
-@api_requires(Permission.OPERATE_RUNS)
 @service_errors
 def job_runs(request, job_id: int):
-    if request.method != "POST":
-        return method_not_allowed(["POST"])
+    if request.method == "POST":
+        return _run_start(request, job_id)
+    if request.method == "GET":
+        return _run_list(request, job_id)
+    return method_not_allowed(["GET", "POST"])
+
+
+@api_requires(Permission.READ)
+@service_errors
+def _run_list(request, job_id: int):
+    page = page_of(request, selectors.job_runs(job_id=job_id), selectors.run_summary_as_json)
+    return JsonResponse({"job": job_id, "runs": page["items"], "page": page["page"]})
+
+
+@api_requires(Permission.OPERATE_RUNS)
+@service_errors
+def _run_start(request, job_id: int):
     body = json_body(request) if request.body else {}
     run = run_start(
         job_id=job_id,
@@ -35,6 +50,7 @@ def job_runs(request, job_id: int):
     return JsonResponse({"run_id": run.pk, "status": run.status}, status=202)
 
 
+@allow("GET")
 @api_requires(Permission.READ)
 @service_errors
 def run_detail(request, run_id: int):
@@ -80,15 +96,9 @@ def _reconfigure(request, run_id: int):
 @service_errors
 def _reconfiguration_list(request, run_id: int):
     run = selectors.run_get(run_id=run_id)
-    return JsonResponse(
-        {
-            "run": run.pk,
-            "reconfigurations": [
-                selectors.reconfiguration_as_json(r)
-                for r in run.reconfigurations.select_related("actor")
-            ],
-        }
-    )
+    page = page_of(request, run.reconfigurations.select_related("actor").order_by("-id"),
+                   selectors.reconfiguration_as_json)
+    return JsonResponse({"run": run.pk, "reconfigurations": page["items"], "page": page["page"]})
 
 
 @api_requires(Permission.OPERATE_RUNS)
@@ -99,6 +109,7 @@ def run_reconfiguration_preview(request, run_id: int):
     return JsonResponse(reconfiguration_preview(run_id=run_id, body=json_body(request)))
 
 
+@allow("GET")
 @api_requires(Permission.READ)
 @service_errors
 def reconfiguration_detail(request, reconfiguration_id: int):
@@ -106,21 +117,16 @@ def reconfiguration_detail(request, reconfiguration_id: int):
     return JsonResponse(selectors.reconfiguration_as_json(found))
 
 
+@allow("GET")
 @api_requires(Permission.READ)
 @service_errors
 def run_metrics(request, run_id: int):
-    raw = request.GET.get("since_epoch", "0")
-    try:
-        since = int(raw)
-    except ValueError:
-        raise BadBody(
-            f"since_epoch must be a whole number, not {raw!r}",
-            problems=[{"where": "since_epoch", "message": "must be a whole number"}],
-        ) from None
+    since = query_int(request, "since_epoch", default=0, low=0, high=2**63 - 1)
+    limit = query_int(request, "limit", default=MAX_PAGE_SIZE, low=1, high=MAX_PAGE_SIZE)
     run = selectors.run_get(run_id=run_id)
-    return JsonResponse(
-        {"run": run.pk, "epochs": selectors.run_metrics(run=run, since_epoch=since)}
-    )
+    epochs = selectors.run_metrics(run=run, since_epoch=since, limit=limit + 1)
+    following = epochs[limit]["epoch"] if len(epochs) > limit else None
+    return JsonResponse({"run": run.pk, "epochs": epochs[:limit], "next_since_epoch": following})
 
 
 @api_requires(Permission.OPERATE_RUNS)

@@ -8,7 +8,15 @@ from webapp import engine_gateway
 from webapp.accounts import services as account_services
 from webapp.accounts.access import api_requires
 from webapp.accounts.roles import Permission
-from webapp.api.http import field, json_body, method_not_allowed, service_errors, trigger_of
+from webapp.api.http import (
+    allow,
+    field,
+    json_body,
+    method_not_allowed,
+    service_errors,
+    trigger_of,
+)
+from webapp.api.paging import page_of
 from webapp.api.schema import openapi_document
 from webapp.audit.selectors import AuditFilter, audit_entries, audit_entry_as_json
 from webapp.jobs import selectors, services
@@ -36,7 +44,7 @@ def job_create(request):
     body = json_body(request)
     version = services.job_create(
         dag=body, actor=request.user, trigger=trigger_of(request),
-        comment=request.GET.get("comment", ""),
+        comment=request.GET.get("comment", "")[:500],
     )
     return JsonResponse({"id": version.job_id, "version": version.number}, status=201)
 
@@ -66,14 +74,17 @@ def job_versions(request, job_id: int):
     return JsonResponse({"id": job_id, "version": version.number}, status=201)
 
 
+@allow("GET")
 @api_requires(Permission.READ)
 @service_errors
 def job_history(request, job_id: int):
     job = selectors.job_get(job_id=job_id)
-    entries = audit_entries(filters=AuditFilter(job_id=job.pk), limit=1000)
-    return JsonResponse({"job": job.pk, "entries": [audit_entry_as_json(e) for e in entries]})
+    page = page_of(request, audit_entries(filters=AuditFilter(job_id=job.pk), limit=None),
+                   audit_entry_as_json)
+    return JsonResponse({"job": job.pk, "entries": page["items"], "page": page["page"]})
 
 
+@allow("GET")
 def schema(request):
     return JsonResponse(openapi_document())
 
@@ -85,9 +96,9 @@ def users(request):
         return method_not_allowed(["POST"])
     body = json_body(request)
     user = account_services.user_create(
-        username=field(body, "username", str),
-        role=field(body, "role", str),
-        password=field(body, "password", str, required=False),
+        username=field(body, "username", str, max_length=150),
+        role=field(body, "role", str, max_length=20),
+        password=field(body, "password", str, required=False, max_length=128),
     )
     answer = {"id": user.pk, "username": user.username, "role": user.role}
     if field(body, "token", bool, required=False, default=False):
@@ -95,6 +106,7 @@ def users(request):
     return JsonResponse(answer, status=201)
 
 
+@allow("GET")
 @api_requires(Permission.READ)
 def catalog(request):
     return JsonResponse({"operators": engine_gateway.operator_catalog()})

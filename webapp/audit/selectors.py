@@ -20,8 +20,10 @@ class AuditFilter:
     outcome: str | None = None
 
 
-def audit_entries(*, filters: AuditFilter = AuditFilter(), limit: int = 200) -> QuerySet:
-    """Entries newest first, narrowed by the filter."""
+def audit_entries(
+    *, filters: AuditFilter = AuditFilter(), limit: int | None = 200
+) -> QuerySet:
+    """Entries newest first, narrowed by the filter (all of them with ``limit=None``)."""
     entries = AuditEntry.objects.all()
     if filters.job_id is not None:
         entries = entries.filter(job_id=filters.job_id)
@@ -35,7 +37,8 @@ def audit_entries(*, filters: AuditFilter = AuditFilter(), limit: int = 200) -> 
         entries = entries.filter(at__lt=filters.until)
     if filters.outcome:
         entries = entries.filter(outcome=filters.outcome)
-    return entries.order_by("-at", "-id")[:limit]
+    entries = entries.order_by("-at", "-id")
+    return entries if limit is None else entries[:limit]
 
 
 def audit_entry_as_json(entry: AuditEntry) -> dict:

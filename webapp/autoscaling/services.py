@@ -1,6 +1,9 @@
-"""The autoscaler: per run off, recommend or auto. It proposes DS2's parallelism from true
-rates within the run's bounds, shows every proposal, and in auto mode applies one change per
-cooldown through the same recorded, audited workflow as a person's request."""
+"""The autoscaler: per run off, recommend or auto, a closed loop on the engine's decision
+(``engine.policies.autoscale``): DS2 on the offered load (sources' offered rate, backlog and
+its growth) against each operator's or region's measured capacity, with hysteresis. It
+decides from the epochs since the last change took effect and its cooldown passed; recommend
+shows the decision for one-click approval, auto applies it through the same recorded,
+audited workflow as a person's request, and audits the figures that drove it."""
 
 from __future__ import annotations
 
@@ -14,8 +17,10 @@ from webapp.audit.services import audit_record
 from webapp.errors import NotFound, ServiceError
 from webapp.jobs.models import AutoscaleMode, ReconfigurationStatus, Run, RunStatus, Trigger
 from webapp.live.events import job_event_publish
-from webapp.reconfigurations import figures
 from webapp.reconfigurations.services import reconfiguration_request
+
+# Instances are bounded by key groups (at most 32768); a cooldown by a day.
+AUTOSCALE_LIMITS = {"min": 32768, "max": 32768, "cooldown_s": 86400}
 
 
 def autoscale_configure(*, run_id: int, body: dict[str, Any], actor, trigger: str) -> Run:
@@ -25,8 +30,9 @@ def autoscale_configure(*, run_id: int, body: dict[str, Any], actor, trigger: st
         raise _bad("mode", f"must be one of {', '.join(AutoscaleMode.values)}")
     settings = {name: body[name] for name in ("min", "max", "cooldown_s") if name in body}
     for name, value in settings.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise _bad(name, "must be a whole number of at least 1")
+        top = AUTOSCALE_LIMITS[name]
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= top:
+            raise _bad(name, f"must be a whole number from 1 to {top}")
     with transaction.atomic():
         run = Run.objects.select_for_update().select_related("job").filter(pk=run_id).first()
         if run is None:
@@ -57,6 +63,9 @@ def autoscale_evaluate() -> list[str]:
 
 
 def autoscale_evaluate_run(*, run: Run) -> str | None:
+    """One turn of the closed loop for a run: wait while a change is pending and through
+    its cooldown, then decide from the epochs measured since it took effect; in auto mode
+    apply the decision's changes, audited with the figures that drove it."""
     proposal = autoscale_proposal(run=run)
     Run.objects.filter(pk=run.pk).update(autoscale_proposal=proposal)
     changes = proposal.get("changes") or {}
@@ -64,67 +73,65 @@ def autoscale_evaluate_run(*, run: Run) -> str | None:
         job_event_publish(job_id=run.job_id, event={
             "type": "run.autoscale", "job": run.job_id, "run": run.pk,
             "mode": run.autoscale_mode, "changes": changes})
-    if run.autoscale_mode != AutoscaleMode.AUTO or not changes or not _cooled_down(run):
+    if run.autoscale_mode != AutoscaleMode.AUTO or not changes:
         return "proposed" if changes else None
-    if run.reconfigurations.filter(status__in=(ReconfigurationStatus.REQUESTED,
-                                               ReconfigurationStatus.PENDING)).exists():
-        return "waiting for the previous change"
-    operator, parallelism = max(changes.items(), key=lambda kv: abs(kv[1] - _current(run, kv[0])))
-    reconfiguration_request(
-        run_id=run.pk, actor=None, trigger=Trigger.POLICY,
-        body={"kind": "rescale", "operator": operator, "parallelism": parallelism,
-              "reason": proposal["reasons"][operator],
-              "request_id": f"autoscale-{run.pk}-{timezone.now().timestamp():.0f}"},
-    )
+    with transaction.atomic():
+        audit_record(actor=None, trigger=Trigger.POLICY, action="autoscale.decided", job=run.job,
+                     run_id=run.pk, outcome=proposal["action"],
+                     details={"changes": changes, "reasons": proposal["reasons"],
+                              "figures": proposal.get("figures", {}),
+                              "epochs": proposal.get("epochs")})
+    stamp = f"{timezone.now().timestamp():.0f}"
+    for operator, parallelism in changes.items():
+        reconfiguration_request(
+            run_id=run.pk, actor=None, trigger=Trigger.POLICY,
+            body={"kind": "rescale", "operator": operator, "parallelism": parallelism,
+                  "reason": proposal["reasons"][operator],
+                  "request_id": f"autoscale-{run.pk}-{operator}-{stamp}"},
+        )
     Run.objects.filter(pk=run.pk).update(autoscale_last_action_at=timezone.now())
-    return f"rescaled {operator} to {parallelism}"
+    return "scaled " + ", ".join(f"{op} to {n}" for op, n in changes.items())
 
 
 def autoscale_proposal(*, run: Run) -> dict[str, Any]:
-    """DS2's parallelism per operator within bounds, with a reason for each change."""
-    rates = figures.measured_rates(run=run)
-    if len(rates) < len(run.target_dag.get("operators", [])):
-        return {"at": timezone.now().isoformat(), "changes": {}, "reasons": {},
-                "note": "waiting for measured rates of every operator"}
+    """The decision now, from the epochs measured since the last change took effect, as
+    the proposal a person reviews (recommend) or the loop applies (auto)."""
+    now = timezone.now()
+    waiting = _waiting(run, now)
+    if waiting:
+        return {"at": now.isoformat(), "action": "wait", "changes": {}, "reasons": {},
+                "note": waiting}
+    since = _last_applied_epoch(run)
+    loads = [e.load for e in run.epochs.filter(epoch__gt=since).order_by("-epoch")[:WINDOW]]
     try:
-        recommended = engine_gateway.rates_recommend(run.target_dag, rates)
+        decision = engine_gateway.load_decide(
+            run.target_dag, epochs=list(reversed(loads)), min_parallelism=run.autoscale_min,
+            max_parallelism=run.autoscale_max)
     except ServiceError as error:
-        return {"at": timezone.now().isoformat(), "changes": {}, "reasons": {}, "note": str(error)}
-    limits = engine_gateway.dag_limits(run.target_dag)
-    changes, reasons = {}, {}
-    for op_id, wanted in recommended.items():
-        bounded = _bounded(run, wanted, limits[op_id]["max"])
-        if bounded != _current(run, op_id) and limits[op_id]["pinned_reason"] is None:
-            changes[op_id] = bounded
-            reasons[op_id] = _reason(op_id, wanted, bounded, rates.get(op_id, {}), run)
-    return {"at": timezone.now().isoformat(), "changes": changes, "reasons": reasons,
-            "recommended": recommended}
+        return {"at": now.isoformat(), "action": "wait", "changes": {}, "reasons": {},
+                "note": str(error)}
+    return {"at": now.isoformat(), "epochs": [e.get("epoch") for e in loads][::-1],
+            **decision}
 
 
-def _reason(op_id: str, wanted: int, bounded: int, rates: dict, run: Run) -> str:
-    current = _current(run, op_id)
-    capacity = (rates.get("processing_rate") or 0.0) / max(current, 1)
-    bound = "" if bounded == wanted else f" (DS2 said {wanted}; kept within bounds)"
-    return (f"autoscaler (DS2): {op_id} {current} -> {bounded} instances for "
-            f"{rates.get('input_rate', 0):.0f} rows/s in at {capacity:.0f} rows/s per "
-            f"instance{bound}")
+WINDOW = 3
 
 
-def _bounded(run: Run, wanted: int, limit: int) -> int:
-    upper = min(limit, run.autoscale_max or limit)
-    return max(min(wanted, upper), min(run.autoscale_min, upper))
+def _waiting(run: Run, now) -> str | None:
+    open_changes = run.reconfigurations.filter(
+        status__in=(ReconfigurationStatus.REQUESTED, ReconfigurationStatus.PENDING))
+    if open_changes.exists():
+        return "waiting for the last change to take effect"
+    last = run.reconfigurations.filter(applied_at__isnull=False).order_by("-applied_at").first()
+    if last is not None and (now - last.applied_at).total_seconds() < run.autoscale_cooldown_s:
+        return f"cooling down after the change applied at epoch {last.applied_epoch}"
+    return None
 
 
-def _current(run: Run, op_id: str) -> int:
-    for op in run.target_dag.get("operators", []):
-        if op["id"] == op_id:
-            return op.get("parallelism", 1)
-    return 1
-
-
-def _cooled_down(run: Run) -> bool:
-    last = run.autoscale_last_action_at
-    return last is None or (timezone.now() - last).total_seconds() >= run.autoscale_cooldown_s
+def _last_applied_epoch(run: Run) -> int:
+    last = run.reconfigurations.filter(applied_epoch__isnull=False).order_by(
+        "-applied_epoch").first()
+    return -1 if last is None else last.applied_epoch
 
 
 def _bad(name: str, message: str) -> ServiceError:

@@ -11,10 +11,11 @@ every process (web, worker, beat, manage.py, pytest) that calls ``ensure_*`` wit
 are serialised across processes by an ``fcntl`` lock file next to each server's data.
 
 Both listen on TCP loopback only, on a port picked on first start, recorded, and reused while it
-is free. URL forms returned::
+is free, and both require a password generated on first start and kept in ``var/`` readable by
+its owner only (``var/postgres/password``, ``var/redis/password``). URL forms returned::
 
-    postgres://postgres@127.0.0.1:PORT/streamscale   (trust authentication, loopback only)
-    redis://127.0.0.1:PORT/0
+    postgres://postgres:PASSWORD@127.0.0.1:PORT/streamscale   (scram-sha-256, loopback only)
+    redis://:PASSWORD@127.0.0.1:PORT/0
 """
 
 from webapp.embedded.daemons import EmbeddedError, EmbeddedServiceError
@@ -25,7 +26,15 @@ from webapp.embedded.postgres_server import (
     postgres_url,
     stop_postgres,
 )
-from webapp.embedded.redis_server import ensure_redis, redis_running, redis_url, stop_redis
+from webapp.embedded.redis_server import (
+    ensure_redis,
+    ensure_state_redis,
+    redis_running,
+    redis_url,
+    state_redis_running,
+    stop_redis,
+    stop_state_redis,
+)
 
 __all__ = [
     "DATABASE_NAME",
@@ -33,10 +42,13 @@ __all__ = [
     "EmbeddedServiceError",
     "ensure_postgres",
     "ensure_redis",
+    "ensure_state_redis",
     "postgres_running",
     "postgres_url",
     "redis_running",
     "redis_url",
+    "state_redis_running",
     "stop_postgres",
     "stop_redis",
+    "stop_state_redis",
 ]

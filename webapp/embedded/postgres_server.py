@@ -18,6 +18,7 @@ import psutil
 import psycopg2
 import psycopg2.sql
 
+from webapp.embedded.credentials import stored_password
 from webapp.embedded.daemons import (
     LOCK_TIMEOUT_S,
     LOOPBACK,
@@ -32,6 +33,11 @@ from webapp.embedded.daemons import (
 
 DATABASE_NAME = "streamscale"
 POSTGRES_USER = "postgres"
+# Chosen, not inherited: the web server holds at most WEB_WORKERS x (WEB_THREADS + 1)
+# connections (10 by default, see webapp.bounded), the Celery worker and beat about 4, each
+# run's driver 1 and its Postgres sink 1 while it commits an epoch, tests and manage.py commands
+# a few. 100 leaves room for dozens of runs, and no burst of web requests can reach it.
+MAX_CONNECTIONS = 100
 # PostgreSQL refuses to run as root; when we are root the server runs as this system user,
 # the same one pgserver itself uses.
 POSTGRES_SYSTEM_USER = "pgserver"
@@ -56,6 +62,10 @@ class _PostgresFiles:
     @property
     def port(self) -> Path:
         return self.root / "port"
+
+    @property
+    def password(self) -> Path:
+        return self.root / "password"
 
 
 def _pg_files(var_dir: Path) -> _PostgresFiles:
@@ -149,18 +159,54 @@ def _pg_init_cluster(files: _PostgresFiles, run_as: dict[str, Any]) -> None:
     files.data.mkdir(mode=0o700)
     if run_as:
         os.chown(files.data, run_as["user"], run_as["group"])
+    # initdb reads the superuser's password from a file the server user can open.
+    pwfile = files.root / "initdb-password"
+    pwfile.write_text(stored_password(files.password) + "\n")
+    pwfile.chmod(0o600)
+    if run_as:
+        os.chown(pwfile, run_as["user"], run_as["group"])
     args = [
         _pg_bin("initdb"),
         "-D",
         str(files.data),
         "-U",
         POSTGRES_USER,
-        "--auth=trust",
+        "--auth=scram-sha-256",
+        f"--pwfile={pwfile}",
         "--encoding=UTF8",
         "--locale=C",
         "--no-sync",
     ]
-    _pg_command(files, args, "initdb", run_as)
+    try:
+        _pg_command(files, args, "initdb", run_as)
+    finally:
+        pwfile.unlink(missing_ok=True)
+
+
+_HBA = "host all all 127.0.0.1/32 scram-sha-256\nhost all all ::1/128 scram-sha-256\n"
+
+
+def _pg_require_password(files: _PostgresFiles, port: int, run_as: dict[str, Any]) -> None:
+    """A cluster made before passwords (trust login) gets the password and scram login."""
+    hba = files.data / "pg_hba.conf"
+    rules = [line.split() for line in hba.read_text().splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    if not any(rule[-1] == "trust" for rule in rules):
+        return
+    password = stored_password(files.password)
+    conn = psycopg2.connect(host=LOOPBACK, port=port, user=POSTGRES_USER, dbname="postgres",
+                            connect_timeout=5)
+    try:
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute(psycopg2.sql.SQL("ALTER ROLE {} PASSWORD %s").format(
+                psycopg2.sql.Identifier(POSTGRES_USER)), [password])
+            hba.write_text(_HBA)
+            if run_as:
+                os.chown(hba, run_as["user"], run_as["group"])
+            cur.execute("SELECT pg_reload_conf()")
+    finally:
+        conn.close()
 
 
 @dataclass(frozen=True)
@@ -210,7 +256,8 @@ def _pg_start(files: _PostgresFiles, run_as: dict[str, Any]) -> int:
     # recycled pid could make it refuse to start, so drop the file once we know it is stale.
     (files.data / "postmaster.pid").unlink(missing_ok=True)
     port = choose_port(files.port)
-    options = f"-c listen_addresses={LOOPBACK} -c port={port} -c unix_socket_directories=''"
+    options = (f"-c listen_addresses={LOOPBACK} -c port={port} -c unix_socket_directories='' "
+               f"-c max_connections={MAX_CONNECTIONS}")
     args = [
         _pg_bin("pg_ctl"),
         "-D",
@@ -243,7 +290,8 @@ def _pg_create_database(files: _PostgresFiles, port: int) -> None:
     """Create the product database if missing (callers hold the lock, so no race)."""
     try:
         conn = psycopg2.connect(
-            host=LOOPBACK, port=port, user=POSTGRES_USER, dbname="postgres", connect_timeout=5
+            host=LOOPBACK, port=port, user=POSTGRES_USER, dbname="postgres", connect_timeout=5,
+            password=stored_password(files.password),
         )
         try:
             create_database_if_missing(conn, DATABASE_NAME)
@@ -253,16 +301,17 @@ def _pg_create_database(files: _PostgresFiles, port: int) -> None:
         raise _pg_error(files, f"create database {DATABASE_NAME}", str(exc).strip()) from exc
 
 
-def postgres_url(*, port: int) -> str:
+def postgres_url(*, port: int, password: str) -> str:
     """The libpq URL of the embedded database on ``port`` (psycopg2 and Django accept it)."""
-    return f"postgres://{POSTGRES_USER}@{LOOPBACK}:{port}/{DATABASE_NAME}"
+    return f"postgres://{POSTGRES_USER}:{password}@{LOOPBACK}:{port}/{DATABASE_NAME}"
 
 
 def ensure_postgres(*, var_dir: Path) -> str:
     """Start, or reuse if already running, the embedded PostgreSQL under ``var_dir/postgres``.
 
     Safe to call from several processes at once. The server outlives the caller; stop it with
-    ``stop_postgres``. Returns ``postgres://postgres@127.0.0.1:PORT/streamscale``.
+    ``stop_postgres``. Returns ``postgres://postgres:PASSWORD@127.0.0.1:PORT/streamscale``,
+    the password generated on first start and kept in ``var_dir/postgres/password``.
     Raises EmbeddedServiceError naming the failed step and the server log.
     """
     files = _pg_files(var_dir)
@@ -273,17 +322,20 @@ def ensure_postgres(*, var_dir: Path) -> str:
         if running is not None:
             # Every start below creates the database before releasing the lock, so a running
             # server already has it; not connecting keeps reuse cheap and immune to a full server.
-            return postgres_url(port=_wait_until_ready(files, running))
+            port = _wait_until_ready(files, running)
+            _pg_require_password(files, port, _pg_run_as())
+            return postgres_url(port=port, password=stored_password(files.password))
         run_as = _pg_run_as()
         _pg_prepare_dirs(files, run_as)
         _pg_init_cluster(files, run_as)
         port = _pg_start(files, run_as)
         try:
+            _pg_require_password(files, port, run_as)
             _pg_create_database(files, port)
-        except EmbeddedServiceError:
+        except (EmbeddedServiceError, psycopg2.Error):
             _stop_started(files)  # else the next call would reuse a server with no database
             raise
-    return postgres_url(port=port)
+    return postgres_url(port=port, password=stored_password(files.password))
 
 
 def _stop_started(files: _PostgresFiles) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import psutil
 import redis
 
+from webapp.embedded.credentials import stored_password
 from webapp.embedded.daemons import (
     LOCK_TIMEOUT_S,
     LOOPBACK,
@@ -27,6 +28,7 @@ from webapp.embedded.daemons import (
 @dataclass(frozen=True)
 class _RedisFiles:
     root: Path
+    fsync: str = "everysec"  # appendfsync: "always" for the keyed state's Redis
 
     @property
     def config(self) -> Path:
@@ -48,9 +50,19 @@ class _RedisFiles:
     def port(self) -> Path:
         return self.root / "port"
 
+    @property
+    def password(self) -> Path:
+        return self.root / "password"
+
 
 def _redis_files(var_dir: Path) -> _RedisFiles:
     return _RedisFiles(root=Path(var_dir).resolve() / "redis")
+
+
+def _state_redis_files(var_dir: Path) -> _RedisFiles:
+    # A server of its own: every write of the keyed state is on disk before its epoch commits,
+    # without slowing the broker and channel traffic down to one fsync per command.
+    return _RedisFiles(root=Path(var_dir).resolve() / "state-redis", fsync="always")
 
 
 def _redis_error(files: _RedisFiles, step: str, detail: str) -> EmbeddedServiceError:
@@ -72,24 +84,44 @@ def _redis_config(files: _RedisFiles, port: int) -> str:
             f"port {port}",
             f"bind {LOOPBACK}",
             "protected-mode yes",
+            f"requirepass {stored_password(files.password)}",
             f'dir "{files.root}"',
             f'logfile "{files.log}"',
             'save ""',
             "appendonly yes",
-            "appendfsync everysec",
+            f"appendfsync {files.fsync}",
             "auto-aof-rewrite-min-size 16mb",
             "",
         ]
     )
 
 
-def _redis_ping(port: int) -> bool:
+def _redis_ping(port: int, password: str | None) -> bool:
     try:
-        client = redis.Redis(host=LOOPBACK, port=port, socket_timeout=2, socket_connect_timeout=2)
+        client = redis.Redis(host=LOOPBACK, port=port, password=password, socket_timeout=2,
+                             socket_connect_timeout=2)
         with client:
             return bool(client.ping())
     except redis.RedisError:
         return False
+
+
+def _redis_require_password(files: _RedisFiles, port: int) -> None:
+    """A server started before passwords gets one now (its config file has it for restarts)."""
+    password = stored_password(files.password)
+    if _redis_ping(port, password) or not _redis_ping(port, None):
+        return
+    client = redis.Redis(host=LOOPBACK, port=port, socket_timeout=2, socket_connect_timeout=2)
+    with client:
+        client.config_set("requirepass", password)
+    _write_config(files, port)
+
+
+def _write_config(files: _RedisFiles, port: int) -> None:
+    """The config file holds the password: readable by its owner only."""
+    files.config.touch(mode=0o600)
+    files.config.chmod(0o600)
+    files.config.write_text(_redis_config(files, port))
 
 
 def _redis_server(files: _RedisFiles) -> tuple[psutil.Process, int] | None:
@@ -109,7 +141,7 @@ def _redis_start(files: _RedisFiles) -> int:
     """Write the config, launch the daemon and wait until it answers PING."""
     files.pid.unlink(missing_ok=True)  # stale after a SIGKILL; the daemon writes a fresh one
     port = choose_port(files.port)
-    files.config.write_text(_redis_config(files, port))
+    _write_config(files, port)
     try:
         subprocess.run(
             [str(_redis_server_binary()), str(files.config)],
@@ -133,7 +165,8 @@ def _wait_for_ping(files: _RedisFiles, port: int, *, step: str) -> None:
     pid file of a dead process, means it exited (a port taken meanwhile, a bad file...).
     """
     started = time.monotonic()
-    while not _redis_ping(port):
+    password = stored_password(files.password)
+    while not _redis_ping(port, password) and not _redis_ping(port, None):
         elapsed = time.monotonic() - started
         pid = read_int(files.pid)
         if (pid is None and elapsed > 5) or (pid is not None and not psutil.pid_exists(pid)):
@@ -143,28 +176,40 @@ def _wait_for_ping(files: _RedisFiles, port: int, *, step: str) -> None:
         time.sleep(0.05)
 
 
-def redis_url(*, port: int) -> str:
+def redis_url(*, port: int, password: str) -> str:
     """The URL of the embedded Redis on ``port`` (redis-py, Celery and channels_redis accept it)."""
-    return f"redis://{LOOPBACK}:{port}/0"
+    return f"redis://:{password}@{LOOPBACK}:{port}/0"
 
 
 def ensure_redis(*, var_dir: Path) -> str:
     """Start, or reuse if already running, the embedded Redis under ``var_dir/redis``.
 
     Safe to call from several processes at once. The server outlives the caller; stop it with
-    ``stop_redis``. Returns ``redis://127.0.0.1:PORT/0``.
+    ``stop_redis``. Returns ``redis://:PASSWORD@127.0.0.1:PORT/0``, the password generated on
+    first start and kept in ``var_dir/redis/password``.
     Raises EmbeddedServiceError naming the failed step and the server log.
     """
-    files = _redis_files(var_dir)
+    return _ensure(_redis_files(var_dir))
+
+
+def ensure_state_redis(*, var_dir: Path) -> str:
+    """Like ``ensure_redis``, for the keyed state's Redis under ``var_dir/state-redis``, whose
+    append-only file is fsynced on every write (``appendfsync always``)."""
+    return _ensure(_state_redis_files(var_dir))
+
+
+def _ensure(files: _RedisFiles) -> str:
     files.root.mkdir(parents=True, exist_ok=True)
     busy = _redis_error(files, "lock", f"{files.lock} held by another process for too long")
     with exclusive_lock(files.lock, timeout=LOCK_TIMEOUT_S, on_timeout=busy):
         running = _redis_server(files)
+        password = stored_password(files.password)
         if running is None:
-            return redis_url(port=_redis_start(files))
+            return redis_url(port=_redis_start(files), password=password)
         # Never killed here: a server still loading its data is slow, not broken.
         _wait_for_ping(files, running[1], step="wait")
-        return redis_url(port=running[1])
+        _redis_require_password(files, running[1])
+        return redis_url(port=running[1], password=password)
 
 
 def redis_running(*, var_dir: Path) -> bool:
@@ -172,9 +217,22 @@ def redis_running(*, var_dir: Path) -> bool:
     return _redis_server(_redis_files(var_dir)) is not None
 
 
+def state_redis_running(*, var_dir: Path) -> bool:
+    """True if the embedded state Redis of ``var_dir`` is running."""
+    return _redis_server(_state_redis_files(var_dir)) is not None
+
+
 def stop_redis(*, var_dir: Path) -> None:
     """Stop the embedded Redis of ``var_dir`` (flushing its append-only file); no-op if stopped."""
-    files = _redis_files(var_dir)
+    _stop(_redis_files(var_dir))
+
+
+def stop_state_redis(*, var_dir: Path) -> None:
+    """Stop the embedded state Redis of ``var_dir``; no-op if stopped."""
+    _stop(_state_redis_files(var_dir))
+
+
+def _stop(files: _RedisFiles) -> None:
     if not files.root.exists():
         return
     busy = _redis_error(files, "lock", f"{files.lock} held by another process for too long")

@@ -39,6 +39,8 @@ def run_epoch_record(
                 "latency_p50_ms": latency.get("p50"),
                 "latency_p99_ms": latency.get("p99"),
                 "latency_max_ms": latency.get("max"),
+                "broker": metrics.get("broker_sources") or {},
+                "load": epoch_load(metrics),
             },
         )
         if created:
@@ -47,6 +49,22 @@ def run_epoch_record(
                  for op_id, op in operators.items()]
             )
     return created
+
+
+LOAD_OPERATOR_FIELDS = ("instances", "rows_in", "rows_out", "busy_ms", "region", "demand_rate")
+
+
+def epoch_load(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The part of an epoch's metrics the load model reads (``engine.policies.load``)."""
+    return {
+        "epoch": metrics["epoch"],
+        "interval_ms": metrics.get("interval_ms"),
+        "sources": metrics.get("sources") or {},
+        "regions": metrics.get("regions") or {},
+        "bottleneck": metrics.get("bottleneck"),
+        "operators": {op_id: {name: op.get(name) for name in LOAD_OPERATOR_FIELDS}
+                      for op_id, op in (metrics.get("operators") or {}).items()},
+    }
 
 
 def _operator_row(run_id: int, epoch: int, at: datetime, op_id: str, op: dict) -> OperatorEpoch:

@@ -87,6 +87,9 @@ class Run(models.Model):
     checkpoint_location = models.CharField(max_length=500)
     # Instances per operator as the driver last acknowledged them (what is true now).
     parallelism = models.JSONField(default=dict)
+    # Key-group owners of each keyed operator as the driver last acknowledged them:
+    # [[first key group, last key group, instance], ...] per operator.
+    assignment = models.JSONField(default=dict)
     # The document with every accepted reconfiguration applied (what has been asked for); the
     # next request builds on it, so concurrent requests apply one after the other.
     target_dag = models.JSONField(default=dict)
@@ -199,6 +202,12 @@ class RunEpoch(models.Model):
     latency_p50_ms = models.FloatField(null=True)
     latency_p99_ms = models.FloatField(null=True)
     latency_max_ms = models.FloatField(null=True)
+    # Broker sources: {source: {"lag": {stream: entries}, "backlog", "dead_letters",
+    # "dead_letter_sample"}} of this epoch.
+    broker = models.JSONField(default=dict, blank=True)
+    # What the autoscaler judges load from: the sources' offered load and backlog, the
+    # measured regions and each operator's rows, busy time and demanded rate.
+    load = models.JSONField(default=dict, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "epoch"], name="run_epoch_once")]
@@ -229,3 +238,45 @@ class OperatorEpoch(models.Model):
             )
         ]
         indexes = [models.Index(fields=["run", "operator_id", "recorded_at"])]
+
+
+class RunMinute(models.Model):
+    """Run-wide figures of one minute, rolled up from its epochs once they leave the
+    full-resolution window (see webapp.jobs.retention)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="minutes")
+    minute = models.DateTimeField()
+    epochs = models.PositiveIntegerField()
+    rows_in = models.BigIntegerField(default=0)
+    rows_out = models.BigIntegerField(default=0)
+    batch_duration_ms = models.FloatField()  # mean over the minute's epochs
+    backlog_rows = models.BigIntegerField(default=0)  # the largest
+    latency_p99_ms = models.FloatField(null=True)  # the largest
+    latency_max_ms = models.FloatField(null=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "minute"], name="run_minute_once")]
+
+
+class OperatorMinute(models.Model):
+    """One operator's figures over one minute; rates are means of its epochs' rates."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="operator_minutes")
+    operator_id = models.CharField(max_length=100)
+    minute = models.DateTimeField()
+    epochs = models.PositiveIntegerField()
+    instances = models.PositiveIntegerField()  # the most in the minute
+    rows_in = models.BigIntegerField(default=0)
+    rows_out = models.BigIntegerField(default=0)
+    input_rate = models.FloatField(null=True)
+    processing_rate = models.FloatField(null=True)
+    output_rate = models.FloatField(null=True)
+    congested_epochs = models.PositiveIntegerField(default=0)
+    etp = models.FloatField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "operator_id", "minute"], name="operator_minute_once"
+            )
+        ]

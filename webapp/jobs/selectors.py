@@ -6,19 +6,22 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from webapp import engine_gateway
 from webapp.errors import NotFound
 from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, JobVersion, Run
 
 
-def job_list() -> QuerySet:
-    return Job.objects.order_by("name")
+def job_list(*, name: str = "") -> QuerySet:
+    """Jobs by name; with ``name``, those whose name contains it (any case)."""
+    jobs = Job.objects.order_by("name")
+    return jobs.filter(name__icontains=name) if name else jobs
 
 
 def job_get(*, job_id: int) -> Job:
-    job = Job.objects.filter(pk=job_id).first()
-    if job is None:
-        raise NotFound(f"there is no job {job_id}")
-    return job
+    try:
+        return Job.objects.get(pk=job_id)
+    except Job.DoesNotExist:
+        raise NotFound(f"there is no job {job_id}") from None
 
 
 def job_version_get(*, job: Job, number: int | None = None) -> JobVersion:
@@ -31,6 +34,11 @@ def job_version_get(*, job: Job, number: int | None = None) -> JobVersion:
 
 def job_current_run(*, job: Job) -> Run | None:
     return job.runs.filter(status__in=ACTIVE_RUN_STATUSES).order_by("-created_at").first()
+
+
+def job_runs(*, job: Job, limit: int = 20) -> list[Run]:
+    """The job's latest runs, past and present, newest first."""
+    return list(job.runs.select_related("version").order_by("-created_at")[:limit])
 
 
 def job_as_json(job: Job) -> dict[str, Any]:
@@ -46,7 +54,7 @@ def job_as_json(job: Job) -> dict[str, Any]:
                 "author": v.author.username if v.author else None,
                 "created_at": v.created_at.isoformat(),
                 "comment": v.comment,
-                "dag": v.dag,
+                "dag": engine_gateway.dag_shown(v.dag),
             }
             for v in job.versions.select_related("author").order_by("number")
         ],

@@ -8,7 +8,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from webapp.audit.services import audit_record
-from webapp.engine_gateway import dag_normalized, dag_problems
+from webapp.engine_gateway import dag_normalized, dag_problems, dag_with_secrets
 from webapp.errors import Conflict, NotFound, ServiceError
 from webapp.jobs.models import Job, JobVersion
 from webapp.live.events import job_event_publish
@@ -49,6 +49,7 @@ def job_version_create(
                 "reload, merge and save again"
             )
         previous = job.versions.get(number=job.latest_version)
+        document = dag_with_secrets(document, previous.dag)
         _check_fixed_fields(previous.dag, document)
         version = JobVersion.objects.create(
             job=job, number=base_version + 1, dag=document, author=actor, comment=comment

@@ -2,7 +2,8 @@
 
 ``run`` is what ``make run`` calls: embedded services (unless DATABASE_URL / REDIS_URL are set),
 migrations, the demo data, then the web server, a Celery worker and Celery beat, supervised until
-Ctrl-C / SIGTERM or until one of them dies.
+Ctrl-C / SIGTERM: a child that dies is started again after a back-off, and so is an embedded
+server that dies.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from types import FrameType
 
 from webapp import embedded
 from webapp.config import BASE_DIR, ConfigError, load_config
+from webapp.demo_stream import demo_producer_argv
 from webapp.launcher.children import ChildGroup, say
 from webapp.launcher.embedded_services import Services, ensure_services
 from webapp.launcher.run_lock import LockHolder, acquire_run_lock, run_lock_holder
+from webapp.launcher.supervisor import Supervisor, exit_description
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -84,13 +87,20 @@ def _prepare_database(group: ChildGroup) -> None:
 
 def _start_processes(group: ChildGroup, *, port: int, var_dir: Path) -> None:
     celery = _executable("celery")
-    group.start(
-        "web", [_executable("daphne"), "-b", HOST, "-p", str(port), "webapp.asgi:application"]
-    )
+    # Worker processes use both cores; each runs WEB_THREADS request threads (webapp.bounded).
+    group.start("web", [
+        _executable("uvicorn"), "webapp.asgi:application", "--host", HOST, "--port", str(port),
+        "--workers", str(load_config().web_workers), "--lifespan", "off", "--no-access-log",
+        "--no-proxy-headers",
+        # A worker busy with a burst on a loaded machine can miss uvicorn's 5 s ping; it is
+        # busy, not hung, and killing it would drop its requests and reopen its connections.
+        "--timeout-worker-healthcheck", "60",
+    ])
     group.start(
         "worker",
         [celery, "-A", "webapp", "worker", "--loglevel=info", "--concurrency=2", "--pool=prefork"],
     )
+    group.start("producer", demo_producer_argv(sys.executable))
     group.start(
         "beat",
         [
@@ -117,9 +127,8 @@ def _check_children(group: ChildGroup) -> None:
     dead = group.first_exited()
     if dead is None:
         return
-    code = dead.process.returncode
-    killed_by = f" ({signal.Signals(-code).name})" if code < 0 else ""
-    raise LaunchError(f"{dead.name} exited unexpectedly with code {code}{killed_by}")
+    how = exit_description(dead.process.returncode)
+    raise LaunchError(f"{dead.name} exited unexpectedly with {how}")
 
 
 def _wait_healthy(group: ChildGroup, *, url: str) -> None:
@@ -128,13 +137,6 @@ def _wait_healthy(group: ChildGroup, *, url: str) -> None:
         _check_children(group)
         if time.monotonic() > deadline:
             raise LaunchError(f"{url}healthz did not answer 200 within {HEALTH_TIMEOUT_S:.0f} s")
-        time.sleep(0.5)
-
-
-def _supervise(group: ChildGroup) -> None:
-    """Return never; raise LaunchError as soon as a child dies (no silent restarts)."""
-    while True:
-        _check_children(group)
         time.sleep(0.5)
 
 
@@ -164,7 +166,7 @@ def _serve(
     _start_processes(group, port=port, var_dir=var_dir)
     _wait_healthy(group, url=url)
     say(f"streamscale is running at {url}  (Ctrl-C to stop)")
-    _supervise(group)
+    Supervisor(group, services).run_forever()
 
 
 def _suspend_drivers(group: ChildGroup, services: Services) -> None:
@@ -183,7 +185,10 @@ def _suspend_drivers(group: ChildGroup, services: Services) -> None:
         )
 
 
-def cmd_run(*, var_dir: Path, port: int, database_url: str | None, redis_url: str | None) -> int:
+def cmd_run(
+    *, var_dir: Path, port: int, database_url: str | None, redis_url: str | None,
+    state_redis: bool = False,
+) -> int:
     """Run the whole product until a signal (exit 0) or a failure (exit 1)."""
     url = f"http://{HOST}:{port}/"
     lock = acquire_run_lock(var_dir=var_dir, url=url)
@@ -195,7 +200,8 @@ def cmd_run(*, var_dir: Path, port: int, database_url: str | None, redis_url: st
         return 1
     signal.signal(signal.SIGINT, _raise_shutdown)
     signal.signal(signal.SIGTERM, _raise_shutdown)
-    group, services = ChildGroup(cwd=BASE_DIR, env={}), Services("", "")
+    group = ChildGroup(cwd=BASE_DIR, env={})
+    services = Services("", "", state_redis=state_redis)
     code = 1
     try:
         _serve(
@@ -240,6 +246,7 @@ def cmd_stop_services(*, var_dir: Path) -> int:
         print(f"streamscale is running (pid {holder.pid}) on these services; stop it first")
         return 1
     embedded.stop_redis(var_dir=var_dir)
+    embedded.stop_state_redis(var_dir=var_dir)
     embedded.stop_postgres(var_dir=var_dir)
     print("embedded services stopped")
     return 0
@@ -290,7 +297,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"streamscale: {error}", file=sys.stderr)
         return 1
     return cmd_run(
-        var_dir=var_dir, port=port, database_url=config.database_url, redis_url=config.redis_url
+        var_dir=var_dir, port=port, database_url=config.database_url, redis_url=config.redis_url,
+        state_redis=config.spark_master.startswith("spark://") and not config.state_redis_url,
     )
 
 

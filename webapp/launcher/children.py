@@ -32,6 +32,8 @@ class Child:
     name: str
     process: subprocess.Popen[bytes]
     pump: threading.Thread
+    argv: tuple[str, ...] = ()
+    started_at: float = field(default_factory=time.monotonic)
 
     @property
     def pid(self) -> int:
@@ -67,9 +69,15 @@ class ChildGroup:
         assert process.stdout is not None
         pump = threading.Thread(target=_pump_output, args=(name, process.stdout), daemon=True)
         pump.start()
-        child = Child(name=name, process=process, pump=pump)
+        child = Child(name=name, process=process, pump=pump, argv=tuple(argv))
         self.children.append(child)
         return child
+
+    def restart(self, child: Child) -> Child:
+        """Replace an exited child by a new process of the same command, grandchildren
+        it left behind stopped first."""
+        self.stop([child.name], grace_s=2.0)
+        return self.start(child.name, child.argv)
 
     def run_step(self, name: str, argv: Sequence[str]) -> int:
         """Run a one-shot command to completion (still stoppable by ``stop_all``)."""

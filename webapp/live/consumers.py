@@ -8,11 +8,13 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from webapp.accounts.roles import Permission
+from webapp.dependencies import REDIS_DOWN
 from webapp.live.events import job_group, run_group
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+CLOSE_TRY_AGAIN = 1013  # RFC 6455 "try again later": the channel layer (Redis) is down
 
 
 class JobConsumer(AsyncWebsocketConsumer):
@@ -30,14 +32,27 @@ class JobConsumer(AsyncWebsocketConsumer):
         if not await _job_exists(self.job_id):
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        self.group = job_group(self.job_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        if not await self._join(job_group(self.job_id)):
+            return
         await self.accept()
         await self._send({"type": "hello", "job": self.job_id})
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+            try:
+                await self.channel_layer.group_discard(self.group, self.channel_name)
+            except REDIS_DOWN:
+                pass  # the group's membership expires with Redis's own data
+
+    async def _join(self, group: str) -> bool:
+        """Join ``group``; with Redis down, refuse the handshake cleanly (1013) instead."""
+        try:
+            await self.channel_layer.group_add(group, self.channel_name)
+        except REDIS_DOWN:
+            await self.close(code=CLOSE_TRY_AGAIN)
+            return False
+        self.group = group
+        return True
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         try:
@@ -80,8 +95,8 @@ class RunConsumer(JobConsumer):
         if not user.can(Permission.READ):
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        self.group = run_group(run_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        if not await self._join(run_group(run_id)):
+            return
         snapshot = await _run_snapshot(run_id)
         if snapshot is None:
             await self.channel_layer.group_discard(self.group, self.channel_name)

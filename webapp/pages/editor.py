@@ -25,7 +25,7 @@ def _editor_config(*, job=None, version=None) -> dict:
         "job_name": job.name if job else None,
         "base_version": version.number if version else None,
         "latest_version": job.latest_version if job else None,
-        "document": version.dag if version else BLANK_DOCUMENT,
+        "document": engine_gateway.dag_shown(version.dag) if version else BLANK_DOCUMENT,
         "catalog": engine_gateway.operator_catalog(),
         "ws": f"/ws/jobs/{job.pk}/" if job else None,
     }
@@ -66,7 +66,8 @@ def job_diff(request, job_id: int):
     return render(request, "pages/job_diff.html", {
         "job": job, "left": left, "right": right,
         "versions": job.versions.order_by("-number").values_list("number", flat=True),
-        "rows": diffs.side_by_side(left.dag, right.dag),
+        "rows": diffs.side_by_side(engine_gateway.dag_shown(left.dag),
+                                   engine_gateway.dag_shown(right.dag)),
         "changes": diffs.plan_changes(left.dag, right.dag),
         "nav": "jobs",
     })

@@ -56,7 +56,8 @@ def history_csv(request):
     response["Content-Disposition"] = 'attachment; filename="streamscale-history.csv"'
     writer = csv.writer(response)
     writer.writerow(selectors.CSV_COLUMNS)
-    writer.writerows(selectors.history_csv_rows(entries))
+    writer.writerows([csv_safe(cell) for cell in row]
+                     for row in selectors.history_csv_rows(entries))
     return response
 
 
@@ -70,3 +71,14 @@ def _datetime_or_none(value: str | None) -> datetime | None:
     if parsed is not None and timezone.is_naive(parsed):
         parsed = timezone.make_aware(parsed)
     return parsed
+
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(cell):
+    """A cell a spreadsheet will not run as a formula (OWASP CSV injection): text starting
+    with = + - @, tab or CR gets a leading apostrophe. Numbers stay numbers."""
+    if isinstance(cell, str) and cell.startswith(_FORMULA_STARTS):
+        return "'" + cell
+    return cell

@@ -11,6 +11,7 @@ from django.db.models.functions import Coalesce
 from webapp import engine_gateway
 from webapp.audit.models import AuditEntry
 from webapp.jobs.models import OperatorEpoch, Reconfiguration, Run
+from webapp.runs.broker import run_broker_sources
 from webapp.runs.selectors import reconfiguration_as_json
 
 SERIES_LIMIT = 3600  # an hour of 1-second epochs
@@ -40,10 +41,14 @@ def run_page_config(*, run: Run, can_operate: bool) -> dict[str, Any]:
         "run": run.pk,
         "job": run.job_id,
         "status": run.status,
-        "dag": document,
+        "dag": engine_gateway.dag_shown(document),
+        # What the driver acknowledged (the document may hold requests still pending).
+        "parallelism": run.parallelism,
+        "assignment": run.assignment,
         "limits": operator_limits(document),
         "sources": sources,
         "sinks": sinks,
+        "broker": run_broker_sources(run_id=run.pk, document=document),
         "can_operate": can_operate,
         "ws": f"/ws/runs/{run.pk}/",
         "series": f"/runs/{run.pk}/series.json",
@@ -143,10 +148,12 @@ def history_entries(*, filters, limit: int = HISTORY_LIMIT) -> list:
 
 def history_choices() -> dict[str, list[str]]:
     """The values the history filters offer: actors and kinds that occur, known outcomes."""
-    actions = sorted(AuditEntry.objects.values_list("action", flat=True).distinct())
+    # order_by() drops the model's ordering, which DISTINCT would otherwise take into account.
+    entries = AuditEntry.objects.order_by()
+    actions = sorted(entries.values_list("action", flat=True).distinct())
     prefixes = sorted({a.split(".", 1)[0] + "." for a in actions})
     return {
-        "actors": sorted(AuditEntry.objects.values_list("actor_name", flat=True).distinct()),
+        "actors": sorted(entries.values_list("actor_name", flat=True).distinct()),
         "kinds": sorted(set(actions) | set(prefixes)),
         "outcomes": ["requested", "pending", "applied", "rejected", "failed", "done"],
     }

@@ -1,11 +1,12 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from webapp.pages import editor, history, runs, views
+from webapp.accounts.throttle import ThrottledLoginView
+from webapp.pages import editor, history, runs, users, views
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
-    path("login/", auth_views.LoginView.as_view(template_name="pages/login.html"), name="login"),
+    path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.job_list, name="job-list"),
     path("jobs/new/", editor.job_new, name="job-new"),
@@ -24,4 +25,6 @@ urlpatterns = [
     path("runs/<int:run_id>/stop", runs.stop, name="run-stop"),
     path("history/", history.history, name="history"),
     path("history.csv", history.history_csv, name="history-csv"),
+    path("users/", users.users, name="users"),
+    path("users/<int:user_id>/", users.user_update, name="user-update"),
 ]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
-from django.http import Http404, HttpResponse
+from django.http import Http404, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from webapp import engine_gateway
 from webapp.accounts.access import page_requires
 from webapp.accounts.roles import Permission
 from webapp.errors import NotFound
@@ -16,14 +17,25 @@ from webapp.jobs import selectors
 
 @require_GET
 def healthz(request):
-    return HttpResponse("ok", content_type="text/plain")
+    """200 when every dependency answers, else 503; the body reports each one."""
+    from webapp.dependencies import dependency_checks
+
+    checks = dependency_checks()
+    healthy = all(check["ok"] for check in checks.values())
+    return JsonResponse({"status": "ok" if healthy else "degraded", "checks": checks},
+                        status=200 if healthy else 503)
 
 
 @page_requires(Permission.READ)
 @require_GET
 def job_list(request):
-    jobs = [(job, selectors.job_current_run(job=job)) for job in selectors.job_list()]
-    return render(request, "pages/job_list.html", {"jobs": jobs, "nav": "jobs"})
+    query = request.GET.get("q", "").strip()[:200]
+    state = request.GET.get("state", "")
+    jobs = [(job, selectors.job_current_run(job=job)) for job in selectors.job_list(name=query)]
+    if state in ("running", "idle"):
+        jobs = [(job, run) for job, run in jobs if (run is not None) == (state == "running")]
+    context = {"jobs": jobs, "nav": "jobs", "q": query, "state": state}
+    return render(request, "pages/job_list.html", context)
 
 
 @page_requires(Permission.READ)
@@ -39,8 +51,10 @@ def job_detail(request, job_id: int):
         "job": job,
         "version": version,
         "versions": job.versions.select_related("author").order_by("-number"),
-        "document": json.dumps(version.dag, indent=2),
+        "shown_dag": engine_gateway.dag_shown(version.dag),
+        "document": json.dumps(engine_gateway.dag_shown(version.dag), indent=2),
         "run": selectors.job_current_run(job=job),
+        "runs": selectors.job_runs(job=job),
         "nav": "jobs",
     }
     return render(request, _page_or_partial(request, "job_detail", "version-panel"), context)

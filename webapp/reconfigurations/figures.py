@@ -20,20 +20,35 @@ def measured_rates(*, run: Run, epochs: int = WINDOW_EPOCHS) -> dict[str, dict[s
             .values("operator_id")
             .annotate(i=Avg("input_rate"), p=Avg("processing_rate"), o=Avg("output_rate")))
     sources = _sources(run.target_dag)
+    regions = _region_rates(run, list(last))
     rates: dict[str, dict[str, float]] = {}
     for row in rows:
         entry = {"output_rate": row["o"] or 0.0}
         if row["operator_id"] not in sources:
             entry["input_rate"] = row["i"] or 0.0
-            entry["processing_rate"] = row["p"] or 0.0
+            # An operator fused into a region has no rate of its own: the region's stands in.
+            processing = row["p"] if row["p"] is not None else regions.get(row["operator_id"])
+            entry["processing_rate"] = processing or 0.0
         rates[row["operator_id"]] = entry
     return rates
 
 
-def window_before(*, run: Run) -> dict[str, Any]:
+def _region_rates(run: Run, epochs: list[int]) -> dict[str, float]:
+    """Per fused operator, the mean true rate of the region it runs in."""
+    sums: dict[str, list[float]] = {}
+    for load in RunEpoch.objects.filter(run=run, epoch__in=epochs).values_list("load", flat=True):
+        for region in (load or {}).get("regions", {}).values():
+            for op in region.get("operators", []):
+                if region.get("processing_rate") is not None:
+                    sums.setdefault(op, []).append(region["processing_rate"])
+    return {op: sum(values) / len(values) for op, values in sums.items()}
+
+
+def window_before(*, run_id: int) -> dict[str, Any]:
     """Throughput and latency over the last epochs before now."""
-    last = list(run.epochs.order_by("-epoch").values_list("epoch", flat=True)[:WINDOW_EPOCHS])
-    return _summary(RunEpoch.objects.filter(run=run, epoch__in=last))
+    last = list(RunEpoch.objects.filter(run_id=run_id).order_by("-epoch")
+                .values_list("epoch", flat=True)[:WINDOW_EPOCHS])
+    return _summary(RunEpoch.objects.filter(run_id=run_id, epoch__in=last))
 
 
 def window_after(*, run_id: int, applied_epoch: int) -> dict[str, Any]:

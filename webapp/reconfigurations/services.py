@@ -9,6 +9,7 @@ builds on the plan the previous ones asked for, and the control channel delivers
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import transaction
@@ -16,6 +17,7 @@ from django.utils import timezone
 
 from webapp import engine_gateway
 from webapp.audit.services import audit_record
+from webapp.dependencies import REDIS_DOWN, redis_down
 from webapp.errors import Conflict, NotFound, ServiceError
 from webapp.jobs.models import (
     Reconfiguration,
@@ -44,6 +46,12 @@ def reconfiguration_request(
             raise NotFound(f"there is no run {run_id}")
         existing = run.reconfigurations.filter(request_id=request.request_id).first()
         if existing is not None:
+            if existing.request != request.as_json():
+                raise Conflict(
+                    f"request_id {request.request_id!r} was already used for another request "
+                    f"(reconfiguration {existing.pk}): use a new request_id",
+                    problems=[{"where": "field request_id",
+                               "message": "already used with a different body"}])
             return existing, False
         if run.status not in RECONFIGURABLE:
             raise Conflict(f"run {run.pk} is {run.status}: only a live run can be reconfigured")
@@ -121,10 +129,10 @@ def _record(run, request, after, commands, actor, trigger) -> Reconfiguration:
         run=run, request_id=request.request_id, kind=request.kind, operators=operators,
         request=request.as_json(), plan_before=run.target_dag, plan_after=after, plan_diff=diff,
         actor=actor, reason=request.reason, trigger=trigger, commands=commands,
-        before=figures.window_before(run=run),
     )
     # Registered before any live event so that, once committed, the command reaches the driver
-    # first: the control latency should not wait for the browsers' updates.
+    # first: the control latency waits for nothing else (the before-figures and the browsers'
+    # updates come after the send).
     transaction.on_commit(lambda: _deliver(reconfiguration.pk, run.pk, commands))
     audit_record(
         actor=actor, trigger=trigger, action=f"reconfiguration.{request.kind}", job=run.job,
@@ -142,10 +150,14 @@ def _deliver(reconfiguration_id: int, run_id: int, commands: list[dict[str, str]
         engine_gateway.control_send(run_id=run_id, messages=commands)
     except Exception as error:  # noqa: BLE001 - any transport failure ends the same way
         _settle(reconfiguration_id, ReconfigurationStatus.FAILED, f"could not deliver: {error}")
+        if isinstance(error, REDIS_DOWN):
+            raise redis_down(error) from error
         return
     Reconfiguration.objects.filter(
         pk=reconfiguration_id, status=ReconfigurationStatus.REQUESTED
     ).update(status=ReconfigurationStatus.PENDING)
+    Reconfiguration.objects.filter(pk=reconfiguration_id).update(
+        before=figures.window_before(run_id=run_id))
 
 
 def reconfiguration_acknowledge(*, run_id: int, ack: dict[str, Any]) -> Reconfiguration | None:
@@ -165,8 +177,8 @@ def reconfiguration_acknowledge(*, run_id: int, ack: dict[str, Any]) -> Reconfig
             return reconfiguration
         reconfiguration.acks = [*reconfiguration.acks, _ack_record(ack)]
         if ack.get("status") == "applied":
-            _note_applied(run, reconfiguration, request_id)
-        _complete_if_all_acked(reconfiguration)
+            _note_applied(run, ack)
+        _complete_if_all_acked(run, reconfiguration)
         reconfiguration.save()
         if reconfiguration.status not in OPEN:
             _audit_outcome(reconfiguration)
@@ -174,43 +186,62 @@ def reconfiguration_acknowledge(*, run_id: int, ack: dict[str, Any]) -> Reconfig
     return reconfiguration
 
 
-def _note_applied(run: Run, reconfiguration: Reconfiguration, request_id: str) -> None:
-    """Keep the run's acknowledged parallelism true after an applied rescale."""
-    for command in reconfiguration.commands:
-        if command["request_id"] == request_id and command["kind"] == "rescale":
-            run.parallelism = {**run.parallelism, command["operator"]: int(command["parallelism"])}
-            run.save(update_fields=["parallelism"])
+def _note_applied(run: Run, ack: dict[str, Any]) -> None:
+    """The run's recorded parallelism and assignment are what the driver acknowledged."""
+    operator, after = ack.get("operator"), ack.get("after") or {}
+    if not operator or "parallelism" not in after:
+        return
+    run.parallelism = {**run.parallelism, operator: int(after["parallelism"])}
+    if after.get("ranges") is not None:
+        run.assignment = {**run.assignment, operator: after["ranges"]}
+    run.save(update_fields=["parallelism", "assignment"])
 
 
 def _ack_record(ack: dict[str, Any]) -> dict[str, Any]:
     keep = ("request_id", "kind", "operator", "status", "reason", "applied_epoch",
-            "requested_at_ms", "picked_up_at_ms", "control_latency_ms", "state_bytes_moved")
+            "requested_at_ms", "picked_up_at_ms", "control_latency_ms", "state_bytes_copied",
+            "epoch_ended_at_ms", "after")
     return {k: ack.get(k) for k in keep}
 
 
-def _complete_if_all_acked(reconfiguration: Reconfiguration) -> None:
+def _complete_if_all_acked(run: Run, reconfiguration: Reconfiguration) -> None:
     acks = reconfiguration.acks
     if len(acks) < len(reconfiguration.commands):
         return
     rejected = [a for a in acks if a.get("status") != "applied"]
     now = timezone.now()
+    _target_acknowledged(run, reconfiguration)
     if rejected:
         reconfiguration.status = (ReconfigurationStatus.REJECTED if len(rejected) == len(acks)
                                   else ReconfigurationStatus.FAILED)
         reconfiguration.status_reason = "; ".join(
             f"{a.get('operator')}: {a.get('reason')}" for a in rejected)
         reconfiguration.finished_at = now
-        _restore_target(reconfiguration)
         return
     reconfiguration.status = ReconfigurationStatus.APPLIED
-    reconfiguration.applied_at = now
+    ended = [a["epoch_ended_at_ms"] for a in acks if a.get("epoch_ended_at_ms") is not None]
+    # When the first epoch run with every command of it committed (what a user waits for).
+    reconfiguration.applied_at = (
+        datetime.fromtimestamp(max(ended) / 1000.0, tz=UTC) if ended else now)
     reconfiguration.applied_epoch = max(int(a["applied_epoch"]) for a in acks)
     reconfiguration.control_latency_ms = max(float(a.get("control_latency_ms") or 0) for a in acks)
-    reconfiguration.state_bytes_moved = sum(int(a.get("state_bytes_moved") or 0) for a in acks)
+    reconfiguration.state_bytes_moved = sum(int(a.get("state_bytes_copied") or 0) for a in acks)
+
+
+def _target_acknowledged(run: Run, reconfiguration: Reconfiguration) -> None:
+    """Once every command is acknowledged, the run's target is the plan before it with exactly
+    the acknowledged changes (all, some, or none of them), unless later requests build on it."""
+    if run.reconfigurations.filter(pk__gt=reconfiguration.pk, status__in=OPEN).exists():
+        return
+    target = engine_gateway.plan_acknowledged(reconfiguration.plan_before,
+                                              acks=reconfiguration.acks)
+    if target != run.target_dag:
+        run.target_dag = target
+        run.save(update_fields=["target_dag"])
 
 
 def _restore_target(reconfiguration: Reconfiguration) -> None:
-    """A refused change leaves the run's target as the driver really runs it."""
+    """A change that never reached the driver leaves the run's target as the driver runs it."""
     run = reconfiguration.run
     later = run.reconfigurations.filter(pk__gt=reconfiguration.pk, status__in=OPEN).exists()
     if not later:
@@ -228,7 +259,7 @@ def _audit_outcome(reconfiguration: Reconfiguration) -> None:
         details={"kind": reconfiguration.kind, "request_id": reconfiguration.request_id,
                  "applied_epoch": reconfiguration.applied_epoch,
                  "control_latency_ms": reconfiguration.control_latency_ms,
-                 "state_bytes_moved": reconfiguration.state_bytes_moved},
+                 "state_bytes_copied": reconfiguration.state_bytes_moved},
     )
 
 

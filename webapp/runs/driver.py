@@ -9,11 +9,13 @@ and restarted from its checkpoint if it dies.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import django
@@ -22,7 +24,12 @@ log = logging.getLogger("streamscale.driver")
 
 
 class RunHost:
-    """The web application's side of a running job: implements the engine's ports."""
+    """The web application's side of a running job: implements the engine's ports.
+
+    The engine calls `publish_epoch` and `acknowledge` from its delivery queue, off the epoch's
+    path, and retries a call that raises; so they raise on failure, after dropping a database
+    connection that may be broken so that the retry opens a new one.
+    """
 
     def __init__(self, run_id: int) -> None:
         self.run_id = run_id
@@ -30,20 +37,30 @@ class RunHost:
     def publish_epoch(self, run_id: str, epoch_metrics: dict[str, Any]) -> None:
         from webapp.runs.live import run_epoch_publish
 
-        try:
+        with _fresh_connection_after_failure():
             run_epoch_publish(run_id=self.run_id, metrics=epoch_metrics)
-        except Exception:  # noqa: BLE001 - a dashboard hiccup must not stop the job
-            log.exception("could not publish the metrics of epoch %s", epoch_metrics.get("epoch"))
 
     def acknowledge(self, run_id: str, ack: dict[str, Any]) -> None:
         from webapp.reconfigurations.services import reconfiguration_acknowledge
 
-        reconfiguration_acknowledge(run_id=self.run_id, ack=ack)
+        with _fresh_connection_after_failure():
+            reconfiguration_acknowledge(run_id=self.run_id, ack=ack)
 
     def run_status(self, run_id: str, status: str, detail: str | None = None) -> None:
         from webapp.runs.services import run_status_set
 
         run_status_set(run_id=self.run_id, status=status, detail=detail or "")
+
+
+@contextlib.contextmanager
+def _fresh_connection_after_failure() -> Iterator[None]:
+    from django.db import connection
+
+    try:
+        yield
+    except Exception:
+        connection.close()
+        raise
 
 
 def _on_sigterm(stop_requested: threading.Event, running: threading.Event):
@@ -61,29 +78,47 @@ def _on_sigterm(stop_requested: threading.Event, running: threading.Event):
 
 def main(argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+    # Names the connections of the driver and its sinks (pg_stat_activity.application_name).
+    os.environ["PGAPPNAME"] = f"streamscale-driver-{argv[0]}"
     django.setup()
+    from django.conf import settings
+
+    # Sources with `url: env:REDIS_URL` (the demo's) read the product's own Redis.
+    os.environ.setdefault("REDIS_URL", settings.REDIS_URL)
     from webapp import engine_gateway
     from webapp.jobs.models import RunStatus
+    from webapp.runs.exits import SUSPENDED, driver_cause_record
     from webapp.runs.selectors import run_get
+    from webapp.runs.services import run_dir
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
+    # The control listener is one of several threads here (the epoch's, the delivery queue's):
+    # a shorter switch interval bounds its wait for the interpreter to 1 ms instead of 5.
+    sys.setswitchinterval(0.001)
     run = run_get(run_id=int(argv[0]))
     host = RunHost(run.pk)
     stop_requested, running = threading.Event(), threading.Event()
     signal.signal(signal.SIGTERM, _on_sigterm(stop_requested, running))
     log.info("run %s: starting %s on %s (restart %s)", run.pk, run.job.name,
              run.spark_master, run.restarts)
-    status = engine_gateway.run_driver(
-        document=run.version.dag, run_id=run.pk, checkpoint=run.checkpoint_location,
-        master=run.spark_master, host=host, stop_requested=stop_requested, running=running,
-    )
+    try:
+        status, cause = engine_gateway.run_driver(
+            document=run.version.dag, run_id=run.pk, checkpoint=run.checkpoint_location,
+            master=run.spark_master, host=host, stop_requested=stop_requested, running=running,
+        )
+    except Exception as error:
+        first = (str(error).strip().splitlines() or [""])[0][:400]
+        driver_cause_record(run_dir(run.pk), cause=f"{type(error).__name__}: {first}")
+        raise
     log.info("run %s: driver ended %s", run.pk, status)
     if status == "suspended":
-        return 0  # the product is shutting down; the run resumes at its next start
+        return SUSPENDED  # the product is shutting down; the run resumes at its next start
     if status == "stopped":
         host.run_status(str(run.pk), RunStatus.STOPPED)
         return 0
+    log.error("run %s: the query failed: %s", run.pk, cause)
+    driver_cause_record(run_dir(run.pk), cause=f"the query failed: {cause}")
     return 1
 
 

@@ -15,7 +15,7 @@ from webapp.runs.services import run_status_set
 
 # Per-operator fields sent live; everything else stays in the history tables.
 LIVE_FIELDS = ("instances", "rows_in", "rows_out", "input_rate", "processing_rate",
-               "output_rate", "congested", "etp", "busy")
+               "output_rate", "congested", "etp", "busy", "demand_rate", "region")
 
 
 def run_epoch_publish(*, run_id: int, metrics: dict[str, Any]) -> None:
@@ -38,20 +38,33 @@ def run_epoch_publish(*, run_id: int, metrics: dict[str, Any]) -> None:
 def live_metrics(metrics: dict[str, Any], *, at: float) -> dict[str, Any]:
     """The compact form of an epoch for the wire: rounded numbers, no per-instance lists."""
     latency = metrics.get("latency_ms") or {}
+    sources = (metrics.get("sources") or {}).values()
+    regions = metrics.get("regions") or {}
     return {
         "t": round(at, 3),
         "d": _r(metrics.get("batch_duration_ms")),
         "backlog": metrics.get("backlog_rows", 0),
+        "offered": _r(sum(s.get("offered_rate") or 0 for s in sources)) if sources else None,
+        "growth": _r(sum(s.get("backlog_growth_per_s") or 0 for s in sources)) if sources else None,
+        "bottleneck": metrics.get("bottleneck"),
         "lat": [_r(latency.get("p50")), _r(latency.get("p99")), _r(latency.get("max"))],
-        "ops": {op_id: _compact(op) for op_id, op in (metrics.get("operators") or {}).items()},
+        "ops": {op_id: _compact(op, regions.get(op.get("region") or ""))
+                for op_id, op in (metrics.get("operators") or {}).items()},
+        "broker": {op_id: {"lag": s.get("lag") or {}, "dl": s.get("dead_letters") or 0,
+                           "sample": s.get("dead_letter_sample")}
+                   for op_id, s in (metrics.get("broker_sources") or {}).items()},
     }
 
 
-def _compact(op: dict[str, Any]) -> list[Any]:
-    busy = op.get("busy_ms") or []
+def _compact(op: dict[str, Any], region: dict[str, Any] | None) -> list[Any]:
+    """An operator's live values; inside a fused region, busy time and true rate are the
+    region's (labelled so on the page), never a per-operator copy."""
+    measured = region if region is not None else op
+    busy = measured.get("busy_ms") or []
     return [op.get("instances"), op.get("rows_in"), op.get("rows_out"), _r(op.get("input_rate")),
-            _r(op.get("processing_rate")), _r(op.get("output_rate")), bool(op.get("congested")),
-            _r(op.get("etp"), 3), _r(max(busy) if busy else None)]
+            _r(measured.get("processing_rate")), _r(op.get("output_rate")),
+            bool(op.get("congested")), _r(op.get("etp"), 3), _r(max(busy) if busy else None),
+            _r(op.get("demand_rate")), op.get("region")]
 
 
 def _r(value: Any, digits: int = 1) -> Any:

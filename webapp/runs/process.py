@@ -11,25 +11,51 @@ from pathlib import Path
 
 import psutil
 
+from webapp.runs.exits import EXIT_FILE
+
 DRIVER_MODULE = "webapp.runs.driver"
 
-# A short-lived middle process starts the driver in its own session and exits at once, so the
-# driver is re-parented away from the worker (no zombie left behind, and it survives the task).
+# A short-lived middle process starts the reaper in its own session and exits at once, so the
+# reaper is re-parented away from the worker (no zombie left behind, and it survives the task).
 _SPAWN = (
     "import subprocess, sys\n"
-    "log = open(sys.argv[1], 'ab')\n"
-    "p = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=log,"
-    " stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)\n"
+    "p = subprocess.Popen([sys.executable, '-c', *sys.argv[1:]], stdin=subprocess.DEVNULL,"
+    " stdout=subprocess.PIPE, stderr=open(sys.argv[2], 'ab'), start_new_session=True,"
+    " close_fds=True)\n"
+    "print(p.stdout.readline().decode().strip(), flush=True)\n"
+)
+
+# The reaper (stdlib only: it lives as long as the driver) starts the driver in a session of
+# its own, prints its pid, waits for it and records its exit status (negative: the signal),
+# so the watcher can tell a clean suspend from a crash and name what ended the driver. Its
+# command line does not hold the driver module: only the driver matches `driver_alive`.
+_REAPER = (
+    "import json, os, signal, subprocess, sys\n"
+    "log_path, exit_path, argv = sys.argv[1], sys.argv[2], sys.argv[3:]\n"
+    "argv[2] = argv[2].replace(':', '.')\n"
+    "for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP): signal.signal(s, signal.SIG_IGN)\n"
+    "def default(): [signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGTERM,"
+    " signal.SIGHUP)]\n"
+    "with open(log_path, 'ab') as log:\n"
+    "    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,"
+    " stderr=subprocess.STDOUT, start_new_session=True, close_fds=True, preexec_fn=default)\n"
     "print(p.pid, flush=True)\n"
+    "os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n"
+    "code = p.wait()\n"
+    "tmp = exit_path + '.tmp'\n"
+    "open(tmp, 'w').write(json.dumps({'pid': p.pid, 'code': code}))\n"
+    "os.replace(tmp, exit_path)\n"
 )
 
 
 def driver_spawn(*, run_id: int, log_path: Path, cwd: Path, env: dict[str, str]) -> int:
-    """Start the driver process of a run and return its pid."""
+    """Start the driver process of a run (watched by its reaper) and return its pid."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", DRIVER_MODULE, str(run_id)]
+    # The module's dots are colons on the reaper's command line (see _REAPER).
+    argv = [sys.executable, "-m", DRIVER_MODULE.replace(".", ":"), str(run_id)]
+    exit_path = log_path.parent / EXIT_FILE
     middle = subprocess.run(
-        [sys.executable, "-c", _SPAWN, str(log_path), *argv],
+        [sys.executable, "-c", _SPAWN, _REAPER, str(log_path), str(exit_path), *argv],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=True,
     )
     return int(middle.stdout.strip())

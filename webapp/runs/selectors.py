@@ -6,14 +6,30 @@ from datetime import datetime
 from typing import Any
 
 from webapp.errors import NotFound
-from webapp.jobs.models import OperatorEpoch, Reconfiguration, Run, RunEpoch
+from webapp.jobs.models import Job, OperatorEpoch, Reconfiguration, Run, RunEpoch
 
 
 def run_get(*, run_id: int) -> Run:
-    run = Run.objects.select_related("job", "version").filter(pk=run_id).first()
-    if run is None:
-        raise NotFound(f"there is no run {run_id}")
-    return run
+    try:  # get() compiles a cheaper query than filter().first(): no ordering
+        return Run.objects.select_related("job", "version").get(pk=run_id)
+    except Run.DoesNotExist:
+        raise NotFound(f"there is no run {run_id}") from None
+
+
+def job_runs(*, job_id: int):
+    """The job's runs, newest first; NotFound if there is no such job."""
+    if not Job.objects.filter(pk=job_id).exists():
+        raise NotFound(f"there is no job {job_id}")
+    return Run.objects.select_related("version").filter(job_id=job_id).order_by("-id")
+
+
+def run_summary_as_json(run: Run) -> dict[str, Any]:
+    """A run in a list: what it is and how it stands, without its metrics."""
+    return {
+        "id": run.pk, "job": run.job_id, "version": run.version.number, "status": run.status,
+        "epoch": run.current_epoch, "restarts": run.restarts,
+        "started_at": _iso(run.started_at), "stopped_at": _iso(run.stopped_at),
+    }
 
 
 def run_as_json(run: Run) -> dict[str, Any]:
@@ -25,6 +41,7 @@ def run_as_json(run: Run) -> dict[str, Any]:
         "status": run.status,
         "epoch": run.current_epoch,
         "parallelism": run.parallelism,
+        "assignment": run.assignment,
         "spark_master": run.spark_master,
         "restarts": run.restarts,
         "failure_reason": run.failure_reason or None,
@@ -49,19 +66,27 @@ def run_metrics(*, run: Run, since_epoch: int, limit: int = 500) -> list[dict[st
 
 
 def epoch_as_json(epoch: RunEpoch, operators: list[OperatorEpoch]) -> dict[str, Any]:
+    load = epoch.load or {}
+    measured = load.get("operators") or {}
     return {
         "epoch": epoch.epoch,
         "at": epoch.recorded_at.isoformat(),
         "batch_duration_ms": epoch.batch_duration_ms,
         "backlog_rows": epoch.backlog_rows,
+        "broker_sources": epoch.broker,
         "latency_ms": {"p50": epoch.latency_p50_ms, "p99": epoch.latency_p99_ms,
                        "max": epoch.latency_max_ms},
+        "sources": load.get("sources") or {},
+        "regions": load.get("regions") or {},
+        "bottleneck": load.get("bottleneck"),
         "operators": {
             o.operator_id: {
                 "instances": o.instances, "rows_in": o.rows_in, "rows_out": o.rows_out,
                 "busy_ms": o.busy_ms, "input_rate": o.input_rate,
                 "processing_rate": o.processing_rate, "output_rate": o.output_rate,
                 "congested": o.congested, "etp": o.etp,
+                "region": (measured.get(o.operator_id) or {}).get("region"),
+                "demand_rate": (measured.get(o.operator_id) or {}).get("demand_rate"),
             }
             for o in operators
         },

@@ -38,6 +38,7 @@ def run_start(*, job_id: int, version: int | None, actor, trigger: str) -> Run:
         if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
             raise ServiceError("version must be a version number")
         job_version = job_version_get(job=job, number=version)
+        _check_runnable(job_version)
         active = job.runs.filter(status__in=ACTIVE_RUN_STATUSES).first()
         if active is not None:
             raise Conflict(f"run {active.pk} of this job is {active.status}: stop it first")
@@ -45,6 +46,7 @@ def run_start(*, job_id: int, version: int | None, actor, trigger: str) -> Run:
             job=job, version=job_version, status=RunStatus.STARTING,
             spark_master=settings.SPARK_MASTER, checkpoint_location="", started_by=actor,
             parallelism=engine_gateway.dag_parallelism(job_version.dag),
+            assignment=engine_gateway.dag_assignment(job_version.dag),
             target_dag=job_version.dag,
         )
         run.checkpoint_location = str(run_dir(run.pk) / "checkpoint")
@@ -53,9 +55,34 @@ def run_start(*, job_id: int, version: int | None, actor, trigger: str) -> Run:
             actor=actor, trigger=trigger, action="run.started", job=job, run_id=run.pk,
             outcome="requested", details={"version": job_version.number},
         )
+        # Registered first: with Redis down the launch fails the run before anything else.
+        transaction.on_commit(lambda: _enqueue_launch(run_launch, run.pk))
         _publish_status(run)
-        run_launch.delay_on_commit(run.pk)
     return run
+
+
+def _check_runnable(job_version) -> None:
+    """Stored versions are checked again: rules (allowed functions, paths, limits) may have
+    tightened since the version was saved, and a version that fails them never starts."""
+    problems = engine_gateway.dag_problems(job_version.dag)
+    if problems:
+        first = problems[0]
+        raise Conflict(f"version {job_version.number} fails the job checks and cannot run: "
+                       f"{first['where']}: {first['message']}", problems=problems)
+
+
+def _enqueue_launch(task, run_id: int) -> None:  # noqa: ANN001 - the Celery task
+    """Enqueue the launch; a run whose launch cannot be enqueued (Redis down) fails at once,
+    naming why, instead of staying "starting" with nobody to start it."""
+    from webapp.dependencies import REDIS_DOWN, redis_down
+
+    try:
+        task.delay(run_id)
+    except REDIS_DOWN as error:
+        down = redis_down(error)
+        run_status_set(run_id=run_id, status=RunStatus.FAILED,
+                       detail=f"its launch could not be enqueued: {down}")
+        raise down from error
 
 
 def run_stop(*, run_id: int, actor, trigger: str, reason: str = "") -> Run:

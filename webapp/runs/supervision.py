@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from webapp.config import BASE_DIR, database_url_of
 from webapp.jobs.models import ACTIVE_RUN_STATUSES, Run, RunStatus
+from webapp.runs.exits import driver_end
 from webapp.runs.process import driver_alive, driver_signal, driver_spawn, log_tail
 from webapp.runs.services import run_dir, run_driver_recorded, run_status_set
 
@@ -23,11 +24,14 @@ RESTART_WINDOW_S = 600.0
 STOP_GRACE_S = 60.0
 
 
-def run_launch(*, run_id: int) -> str:
-    """Start the driver of a starting or recovering run; a no-op if it is alive or finished."""
+def run_launch(*, run_id: int, resume: bool = False) -> str:
+    """Start the driver of a starting or recovering run (with ``resume``, of any active run
+    but a stopping one); a no-op if it is alive or finished."""
+    launchable = (RunStatus.STARTING, RunStatus.RECOVERING) + ((RunStatus.RUNNING,) if resume
+                                                              else ())
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id).first()
-        if run is None or run.status not in (RunStatus.STARTING, RunStatus.RECOVERING):
+        if run is None or run.status not in launchable:
             return "nothing to launch"
         if driver_alive(run.driver_pid, run.pk):
             return f"driver {run.driver_pid} is alive"
@@ -55,21 +59,45 @@ def _watch(run: Run) -> str | None:
     if run.status == RunStatus.STOPPING:
         return _watch_stopping(run, alive)
     if alive:
-        return None
+        return _watch_first_epoch(run)
+    ended = driver_end(run_dir(run.pk), pid=run.driver_pid)
+    if ended is not None and ended.suspended:
+        # A clean suspend (the product was stopped) is not a crash: resume, budget untouched.
+        return run_launch(run_id=run.pk, resume=True)
     since_launch = _seconds_since(run.driver_launched_at)
     if since_launch > RESTART_WINDOW_S and run.restarts:
         run.restarts = 0
     elif since_launch < _backoff_s(run.restarts):
         return None  # a driver that dies at once is retried after 1, 2, 4, 8... seconds
+    how = f"driver {run.driver_pid} " + (ended.describe() if ended else "died")
     if run.restarts >= MAX_RESTARTS:
-        cause = log_tail(run_dir(run.pk) / "driver.log") or "the driver exited"
+        tail = log_tail(run_dir(run.pk) / "driver.log") or "(no output)"
         run_status_set(run_id=run.pk, status=RunStatus.FAILED,
-                       detail=f"the driver died {run.restarts + 1} times; last output:\n{cause}")
+                       detail=f"{how}; {run.restarts + 1} crashes, more than the {MAX_RESTARTS} "
+                              f"restarts allowed within {RESTART_WINDOW_S / 60:.0f} minutes; "
+                              f"last output:\n{tail}")
         return "failed"
     Run.objects.filter(pk=run.pk).update(restarts=run.restarts + 1, driver_pid=None)
     run_status_set(run_id=run.pk, status=RunStatus.RECOVERING,
-                   detail=f"driver {run.driver_pid} died; restarting from the checkpoint")
+                   detail=f"{how}; restarting from the checkpoint")
     return run_launch(run_id=run.pk)
+
+
+def _watch_first_epoch(run: Run) -> str | None:
+    """A driver whose run shows no epoch long after its start is stuck: fail the run, naming
+    the wait and the driver's last word, and stop the driver."""
+    if run.status not in (RunStatus.STARTING, RunStatus.RECOVERING):
+        return None
+    waited = _seconds_since(run.driver_launched_at)
+    limit = settings.RUN_START_TIMEOUT_S
+    if waited <= limit:
+        return None
+    last = log_tail(run_dir(run.pk) / "driver.log", lines=1) or "(no output)"
+    run_status_set(run_id=run.pk, status=RunStatus.FAILED,
+                   detail=f"no epoch finished within {limit:.0f} s of the driver's start "
+                          f"(RUN_START_TIMEOUT_S); the driver's last output: {last}")
+    driver_signal(run.driver_pid, run.pk, signal.SIGKILL)
+    return "failed: no first epoch in time"
 
 
 def _backoff_s(restarts: int) -> float:
@@ -130,6 +158,9 @@ def _driver_env() -> dict[str, str]:
         SPARK_MASTER=settings.SPARK_MASTER,
         DJANGO_SETTINGS_MODULE="webapp.settings",
         PYTHONUNBUFFERED="1",
+        STREAMSCALE_DATA_DIR=str(settings.DATA_DIR),
+        STREAMSCALE_SINK_DSN=settings.SINK_DATABASE_URL,
+        STREAMSCALE_SINK_SCHEMA=settings.SINK_SCHEMA,
     )
     return env
 

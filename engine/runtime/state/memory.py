@@ -10,6 +10,8 @@ from engine.runtime.state.base import GroupState, StateStore
 class MemoryStateStore(StateStore):
     """Groups kept in a dict; same semantics as the real stores."""
 
+    keyed_windows = True
+
     def __init__(self) -> None:
         self._groups: dict[tuple[str, int], GroupState] = {}
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 import pyarrow as pa
 
 from engine.runtime.state.base import GroupState, StateStore, table_from_bytes, table_to_bytes
+from engine.runtime.state.sqlite_keyed import KEYED_SCHEMA, SqliteKeyedEntries
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS key_group_state (
@@ -40,7 +41,9 @@ _DELETE = "DELETE FROM key_group_state WHERE operator = ? AND key_group = ?"
 _BUSY_S = 60.0
 
 
-def _set_up(connection: sqlite3.Connection) -> None:
+def _set_up(
+    connection: sqlite3.Connection, page_size: int = 65536, schema: tuple[str, ...] = (_SCHEMA,)
+) -> None:
     """WAL mode, 64 KiB pages and the table, on a file other workers may be setting up
     or writing at the same moment: a journal-mode change is refused at once ("database is
     locked", without waiting for the busy timeout) while another connection holds a lock,
@@ -49,11 +52,12 @@ def _set_up(connection: sqlite3.Connection) -> None:
     while True:
         try:
             if connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                connection.execute("PRAGMA page_size=65536")  # a new file only
+                connection.execute(f"PRAGMA page_size={page_size}")  # a new file only
                 connection.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode: a process killed at any point loses nothing committed.
             connection.execute("PRAGMA synchronous=NORMAL")
-            connection.execute(_SCHEMA)
+            for statement in schema:
+                connection.execute(statement)
             return
         except sqlite3.OperationalError as error:
             if "locked" not in str(error) or time.monotonic() > deadline:
@@ -61,13 +65,16 @@ def _set_up(connection: sqlite3.Connection) -> None:
             time.sleep(0.01)
 
 
-class SqliteStateStore(StateStore):
-    """Key groups as rows of ``<root>/<namespace>.sqlite``."""
+class SqliteStateStore(SqliteKeyedEntries, StateStore):
+    """Key groups as rows of ``<root>/<namespace>.sqlite`` (keyed entries as rows of their
+    own, ``sqlite_keyed.py``)."""
 
     def __init__(self, root: str, namespace: str) -> None:
         self.path = os.path.join(root, f"{namespace}.sqlite")
+        self.keyed_path = os.path.join(root, f"{namespace}.keyed.sqlite")
         self._connection: sqlite3.Connection | None = None
-        self._pid = 0
+        self._keyed: sqlite3.Connection | None = None
+        self._pid = self._keyed_pid = 0
 
     def _db(self) -> sqlite3.Connection:
         # A connection must not cross a fork (Spark forks its Python workers).
@@ -77,6 +84,14 @@ class SqliteStateStore(StateStore):
             _set_up(connection)
             self._connection, self._pid = connection, os.getpid()
         return self._connection
+
+    def _keyed_db(self) -> sqlite3.Connection:
+        if self._keyed is None or self._keyed_pid != os.getpid():
+            os.makedirs(os.path.dirname(self.keyed_path), exist_ok=True)
+            connection = sqlite3.connect(self.keyed_path, timeout=_BUSY_S, isolation_level=None)
+            _set_up(connection, 4096, KEYED_SCHEMA)
+            self._keyed, self._keyed_pid = connection, os.getpid()
+        return self._keyed
 
     def read_group(self, operator: str, key_group: int) -> GroupState | None:
         """The group's table and epoch, or None."""
@@ -135,16 +150,26 @@ class SqliteStateStore(StateStore):
         rows = self._db().execute(
             "SELECT key_group FROM key_group_state WHERE operator = ?", (operator,)
         )
-        return {int(kg) for (kg,) in rows}
+        keyed = self._keyed_db().execute(
+            "SELECT DISTINCT key_group FROM keyed_entries WHERE operator = ?", (operator,)
+        )
+        return {int(kg) for (kg,) in rows} | {int(kg) for (kg,) in keyed}
 
     def clear(self) -> None:
         """Deletes every group of this namespace."""
         self._db().execute("DELETE FROM key_group_state")
+        for table in ("keyed_entries", "keyed_marks"):
+            self._keyed_db().execute(f"DELETE FROM {table}")
 
     def state_bytes(self, operator: str) -> int:
-        """Sum of the operator's serialised group sizes."""
-        row = self._db().execute(
+        """Sum of the operator's serialised group sizes and keyed entries."""
+        whole = self._db().execute(
             "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM key_group_state WHERE operator = ?",
             (operator,),
         ).fetchone()
-        return int(row[0])
+        keyed = self._keyed_db().execute(
+            "SELECT COALESCE(SUM(LENGTH(field) + LENGTH(value)), 0) FROM keyed_entries"
+            " WHERE operator = ?",
+            (operator,),
+        ).fetchone()
+        return int(whole[0]) + int(keyed[0])

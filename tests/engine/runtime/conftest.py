@@ -1,19 +1,17 @@
-"""Fixtures of the Spark runtime tests: one shared local[2] SparkSession, Redis and
-Postgres at their test addresses, and job documents built for exact checks."""
+"""Fixtures of the Spark runtime tests: one shared local[2] SparkSession, and Redis and
+Postgres reached through the product's settings (the embedded servers unless
+``DATABASE_URL`` / ``REDIS_URL`` name others)."""
 
 from __future__ import annotations
 
 import logging
-import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
-REDIS_URL = os.environ.get("STREAMSCALE_TEST_REDIS", "redis://127.0.0.1:6379/9")
-POSTGRES_ADMIN_DSN = os.environ.get(
-    "STREAMSCALE_TEST_POSTGRES", "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
-)
+from tests.conftest import with_database
+
 POSTGRES_DB = "streamscale_runtime_test"
 
 # py4j logs at INFO while the interpreter shuts down, after pytest closed its streams.
@@ -30,28 +28,34 @@ def spark():  # type: ignore[no-untyped-def]
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def redis_url(service_urls: dict[str, str]) -> str:
+    """The suite's Redis: the product's (embedded unless ``REDIS_URL`` is set)."""
+    return service_urls["redis_url"]
+
+
 @pytest.fixture
-def redis_prefix() -> Iterator[str]:
-    """A unique key prefix on the test Redis database; its keys are deleted afterwards."""
+def redis_prefix(redis_url: str) -> Iterator[str]:
+    """A unique key prefix on the suite's Redis; its keys are deleted afterwards."""
     import redis
 
     prefix = f"sstest-{uuid.uuid4().hex[:8]}:"
     yield prefix
-    client = redis.Redis.from_url(REDIS_URL)
+    client = redis.Redis.from_url(redis_url)
     for key in client.scan_iter(match=f"{prefix}*", count=1000):
         client.delete(key)
 
 
 @pytest.fixture(scope="session")
-def postgres_dsn() -> str:
-    """A DSN of a dedicated test database (created if missing)."""
+def postgres_dsn(service_urls: dict[str, str]) -> str:
+    """A URL of a dedicated test database on the suite's PostgreSQL (created if missing)."""
     import psycopg2
 
-    admin = psycopg2.connect(POSTGRES_ADMIN_DSN)
+    admin = psycopg2.connect(with_database(service_urls["database_url"], "postgres"))
     admin.autocommit = True
     with admin.cursor() as cur:
         cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (POSTGRES_DB,))
         if cur.fetchone() is None:
             cur.execute(f"CREATE DATABASE {POSTGRES_DB}")
     admin.close()
-    return f"host=127.0.0.1 port=5432 user=postgres dbname={POSTGRES_DB}"
+    return with_database(service_urls["database_url"], POSTGRES_DB)

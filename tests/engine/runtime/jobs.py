@@ -21,6 +21,7 @@ def wait_epoch(run: Any, epoch: int, timeout_s: float = 120.0) -> None:
         assert time.monotonic() < deadline, f"epoch {epoch} not reached"
         assert run.failure() is None, run.failure()
         time.sleep(0.05)
+    run.flush()  # its acks and metrics reach the host off the epoch's path
 
 
 ROWS_PER_SECOND = 4000
@@ -110,6 +111,38 @@ def expected_windows(
             F.max("amount").alias("top"),
         )
         .where(F.unix_micros("window.end") <= cutoff)
+    )
+    return {
+        (r["campaign_id"], r["start"]): (r["views"], r["users"], r["top"])
+        for r in grouped.select(
+            "campaign_id", F.unix_micros("window.start").alias("start"), "views", "users", "top"
+        ).collect()
+    }
+
+
+def expected_windows_planned(
+    spark: SparkSession, checkpoint: str, last_epoch: int, condition: str
+) -> dict[tuple[int, int], tuple]:
+    """Windows a run whose rows fell due by the wall clock has emitted by ``last_epoch``: the
+    rows are those the epochs' logged plans took (``[0, end)`` of the generator ``events``),
+    the windows those the last epoch's watermark closed."""
+    import json
+    import os
+
+    from engine.runtime.epoch_log import EpochLog
+
+    with open(os.path.join(checkpoint, "run.json"), encoding="utf-8") as handle:
+        start_ms = json.load(handle)["start_ms"]
+    plan = EpochLog(os.path.join(checkpoint, "epochs")).plan(last_epoch)
+    assert plan is not None, f"no plan for epoch {last_epoch}"
+    end, watermark = plan["sources"]["events"][1], plan["watermarks"]["counts"]
+    spec = GeneratorSpec(rows_per_second=ROWS_PER_SECOND, keys=KEYS, seed=7, start_ms=start_ms)
+    rows = generator_batch(spark, spec, 0, end).where(F.expr(condition))
+    grouped = (
+        rows.groupBy("campaign_id", F.window("event_time", f"{WINDOW_S} seconds"))
+        .agg(F.count(F.lit(1)).alias("views"), F.sum("user_id").alias("users"),
+             F.max("amount").alias("top"))
+        .where(F.unix_micros("window.end") <= watermark)
     )
     return {
         (r["campaign_id"], r["start"]): (r["views"], r["users"], r["top"])

@@ -10,14 +10,13 @@ import pytest
 from engine.runtime.commands import command_message
 from engine.runtime.control import MemoryControlChannel, RedisControlChannel
 from engine.runtime.listener import ControlListener
-from tests.engine.runtime.conftest import REDIS_URL
 
 
 @pytest.fixture(params=["memory", "redis"])
-def channel(request, redis_prefix):  # type: ignore[no-untyped-def]
+def channel(request, redis_prefix, redis_url):  # type: ignore[no-untyped-def]
     if request.param == "memory":
         return MemoryControlChannel()
-    return RedisControlChannel(REDIS_URL, "run-1", redis_prefix)
+    return RedisControlChannel(redis_url, "run-1", redis_prefix)
 
 
 def test_commands_are_read_in_order_after_a_cursor(channel) -> None:  # type: ignore[no-untyped-def]
@@ -51,3 +50,50 @@ def test_listener_picks_commands_up_within_milliseconds(channel) -> None:  # typ
     assert [c.request_id for c in picked] == ["r1"]
     assert picked[0].parallelism == 4 and picked[0].control_latency_ms < 40
     assert rejected and "kind must be one of" in rejected[0][2]
+
+
+def _drain_until(listener: ControlListener, request_id: str, timeout_s: float = 5.0) -> list:
+    picked: list = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and request_id not in [c.request_id for c in picked]:
+        picked += listener.drain()
+        time.sleep(0.01)
+    return picked
+
+
+def test_listener_survives_a_malformed_command_whose_ack_fails(channel, caplog) -> None:  # type: ignore[no-untyped-def]
+    def failing_ack(rejection: object) -> None:
+        raise ConnectionError("postgres refused the connection")
+
+    listener = ControlListener(channel, None, failing_ack, block_ms=50)
+    listener.start()
+    try:
+        bad = channel.send({"request_id": "bad", "kind": "nonsense"})
+        channel.send(command_message("stop", None, "stop-1", time.time() * 1000.0))
+        picked = _drain_until(listener, "stop-1")
+    finally:
+        listener.stop()
+    assert [c.kind for c in picked] == ["stop"]
+    assert listener.dropped == [bad]
+    assert "dropped control message" in caplog.text and "postgres refused" in caplog.text
+
+
+def test_listener_survives_a_failing_channel_and_picks_up_later_commands() -> None:
+    class FlakyChannel(MemoryControlChannel):
+        failures = 3
+
+        def read_after(self, cursor, block_ms):  # type: ignore[no-untyped-def]
+            if self.failures:
+                self.failures -= 1
+                raise ConnectionError("redis went away")
+            return super().read_after(cursor, block_ms)
+
+    channel = FlakyChannel()
+    listener = ControlListener(channel, None, lambda rejection: None, block_ms=50)
+    listener.start()
+    try:
+        channel.send(command_message("stop", None, "stop-1", time.time() * 1000.0))
+        picked = _drain_until(listener, "stop-1", timeout_s=10)
+    finally:
+        listener.stop()
+    assert [c.request_id for c in picked] == ["stop-1"] and listener.error is None

@@ -24,7 +24,6 @@ import pytest
 from engine.runtime.api import request_reconfiguration
 from engine.runtime.control import RedisControlChannel
 from engine.runtime.session import project_root
-from tests.engine.runtime.conftest import REDIS_URL
 from tests.engine.runtime.jobs import (
     actual_pairs,
     actual_windows,
@@ -62,12 +61,12 @@ def _wait_for_epoch_line(lines: queue.Queue, proc: subprocess.Popen, timeout_s: 
 
 
 def test_sigkill_at_random_points_then_restart_is_exactly_once(
-    spark, tmp_path: Path, redis_prefix: str
+    spark, tmp_path: Path, redis_prefix: str, redis_url: str
 ) -> None:
     out, pairs_out = tmp_path / "out", tmp_path / "pairs"
     job = window_and_join_job(
-        {"type": "sink.files", "params": {"path": str(out), "format": "parquet"}},
-        {"type": "sink.files", "params": {"path": str(pairs_out), "format": "parquet"}},
+        {"type": "sink.files", "params": {"path": "out", "format": "parquet"}},
+        {"type": "sink.files", "params": {"path": "pairs", "format": "parquet"}},
     )
     dag = tmp_path / "job.json"
     dag.write_text(json.dumps(job))
@@ -84,7 +83,7 @@ def test_sigkill_at_random_points_then_restart_is_exactly_once(
         "--run-id",
         run_id,
         "--control",
-        REDIS_URL,
+        redis_url,
         "--control-prefix",
         redis_prefix,
         "--epoch-ms",
@@ -94,8 +93,8 @@ def test_sigkill_at_random_points_then_restart_is_exactly_once(
         "--stop-after-epoch",
         str(LAST_EPOCH),
     ]
-    env = {**os.environ, "PYTHONPATH": project_root()}
-    channel = RedisControlChannel(REDIS_URL, run_id, redis_prefix)
+    env = {**os.environ, "PYTHONPATH": project_root(), "STREAMSCALE_DATA_DIR": str(tmp_path)}
+    channel = RedisControlChannel(redis_url, run_id, redis_prefix)
     rng = random.Random(20261122)
     requests: list[str] = []
     kills = 0

@@ -198,7 +198,7 @@ def test_join_run_matches_sparks_join_through_rescales(spark, tmp_path) -> None:
     assert run.wait(180) == "stopped"
 
     acks = {a["request_id"]: a for a in recorder.acks}
-    assert acks[up]["state_bytes_moved"] == 0 and acks[down]["state_bytes_moved"] == 0
+    assert acks[up]["state_bytes_copied"] == 0 and acks[down]["state_bytes_copied"] == 0
     by_epoch = {m["epoch"]: m["operators"]["pairs"]["instances"] for m in publisher.epochs}
     assert by_epoch[0] == 2 and by_epoch[acks[up]["applied_epoch"]] == 6
     assert by_epoch[9] == 3

@@ -14,7 +14,8 @@ from engine.runtime.sinks import clear_memory_sink, memory_sink_rows
 pytestmark = pytest.mark.spark
 
 
-def test_files_source_feeds_a_dedupe(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_files_source_feeds_a_dedupe(spark, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("STREAMSCALE_DATA_DIR", str(tmp_path))
     inbox = tmp_path / "in"
     inbox.mkdir()
     rows = [{"user": u % 5, "at": f"2026-01-01T00:00:{u:02d}Z", "n": u} for u in range(20)]
@@ -28,7 +29,7 @@ def test_files_source_feeds_a_dedupe(spark, tmp_path) -> None:  # type: ignore[n
                 "id": "src",
                 "type": "source.files",
                 "params": {
-                    "path": str(inbox),
+                    "path": "in",
                     "format": "json",
                     "schema": {"user": "long", "at": "timestamp", "n": "long"},
                 },

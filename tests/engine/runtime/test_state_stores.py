@@ -10,12 +10,12 @@ import pytest
 
 from engine.runtime.state import StoreSpec, open_store
 from engine.runtime.state.base import EMITTED
-from tests.engine.runtime.conftest import REDIS_URL
+from engine.runtime.state.keyed import KeyedChanges
 
 
 @pytest.fixture(params=["sqlite", "files", "redis", "memory"])
-def store(request, tmp_path):  # type: ignore[no-untyped-def]
-    location = {"sqlite": str(tmp_path), "files": str(tmp_path), "redis": REDIS_URL,
+def store(request, tmp_path, redis_url):  # type: ignore[no-untyped-def]
+    location = {"sqlite": str(tmp_path), "files": str(tmp_path), "redis": redis_url,
                 "memory": ""}[request.param]
     opened = open_store(StoreSpec(request.param, location, f"sstest-{uuid.uuid4().hex[:8]}"))
     yield opened
@@ -97,3 +97,51 @@ def test_workers_setting_up_one_sqlite_file_at_once_all_get_through(tmp_path) ->
         assert [w.exitcode for w in workers] == [0] * 4, f"round {round_}"
         store = open_store(StoreSpec("sqlite", str(tmp_path), namespace))
         assert len(store.groups("op")) == 4 * 32
+
+
+def _puts(timer: int, pairs: dict[str, str]) -> pa.Table:
+    return pa.table(
+        {
+            "timer": pa.array([timer] * len(pairs), pa.int64()),
+            "field": pa.array(list(pairs), pa.string()),
+            "value": pa.array(list(pairs.values()), pa.string()),
+        }
+    )
+
+
+def _wanted(kg: int, timer: int, fields: list[str]) -> pa.Table:
+    return pa.table(
+        {
+            "kg": pa.array([kg] * len(fields), pa.int32()),
+            "timer": pa.array([timer] * len(fields), pa.int64()),
+            "field": pa.array(fields, pa.string()),
+        }
+    )
+
+
+def test_keyed_entries_are_read_by_key_and_by_due_timer(store) -> None:  # type: ignore[no-untyped-def]
+    emitted = pa.table({"k": pa.array([7], pa.int64())})
+    changes = {
+        1: KeyedChanges(
+            puts=pa.concat_tables([_puts(10, {"a": "v1", "b": "v2"}), _puts(20, {"a": "x"})])
+        ),
+        2: KeyedChanges(puts=_puts(10, {"c": "v3"}), emitted=emitted),
+    }
+    assert store.commit_entries("op", 4, changes) > 0
+    assert store.marks("op", [1, 2, 3]) == {1: 4, 2: 4}
+    found = store.read_entries("op", _wanted(1, 10, ["a", "zz"]))
+    assert found.select(["kg", "timer", "field", "value"]).to_pylist() == [
+        {"kg": 1, "timer": 10, "field": "a", "value": "v1"}
+    ]
+    due = store.fire_timers("op", [1, 2], 15)
+    found_due = sorted(zip(due["kg"].to_pylist(), due["field"].to_pylist(), strict=True))
+    assert found_due == [(1, "a"), (1, "b"), (2, "c")]
+    assert store.read_emitted("op", [1, 2]) == {2: emitted}
+    # Epoch 5 fires timer 10 of group 1 and changes one key of timer 20.
+    fire = {1: KeyedChanges(puts=_puts(20, {"a": "y"}), fired=(10,), emitted=emitted)}
+    assert store.commit_entries("op", 5, fire) > 0
+    assert store.commit_entries("op", 5, {1: KeyedChanges(puts=_puts(20, {"a": "no"}))}) == 0
+    assert store.fire_timers("op", [1], 15).num_rows == 0
+    assert store.read_entries("op", _wanted(1, 20, ["a"]))["value"].to_pylist() == ["y"]
+    assert store.marks("op", [1, 2]) == {1: 5, 2: 4}
+    assert store.bytes_read > 0

@@ -60,7 +60,7 @@ def test_rescales_and_rebalances_leave_results_exact(spark, tmp_path) -> None:
 
     acks = {a["request_id"]: a for a in recorder.acks}
     assert all(acks[r]["status"] == "applied" for r in (up, weighted, down, explicit))
-    assert all(acks[r]["state_bytes_moved"] == 0 for r in acks)
+    assert all(acks[r]["state_bytes_copied"] == 0 for r in acks)
     by_epoch = {m["epoch"]: m["operators"]["counts"]["instances"] for m in publisher.epochs}
     assert by_epoch[acks[up]["applied_epoch"]] == 8
     assert by_epoch[acks[down]["applied_epoch"]] == 3
@@ -79,7 +79,7 @@ def test_bad_commands_are_rejected_and_the_run_goes_on(spark, tmp_path) -> None:
         "zero": dict(kind="rescale", operator="counts", parallelism=0),
         "too_many": dict(kind="rescale", operator="counts", parallelism=33),
         "unknown": dict(kind="rescale", operator="nope", parallelism=2),
-        "source": dict(kind="rescale", operator="events", parallelism=2),
+        "sink": dict(kind="rescale", operator="out", parallelism=2),
         "bad_expr": dict(kind="logic", operator="views", params={"condition": "no_such_col > 1"}),
         "stateful": dict(
             kind="logic",
@@ -107,6 +107,7 @@ def test_bad_commands_are_rejected_and_the_run_goes_on(spark, tmp_path) -> None:
     assert "1..32" in acks[ids["too_many"]]["reason"]
     assert "unknown operator" in acks[ids["unknown"]]["reason"]
     assert "refused" in acks[ids["stateful"]]["reason"]
+    assert "writes in the stage that feeds it" in acks[ids["sink"]]["reason"]
     for request in ("malformed-1", "malformed-2"):
         assert channel.wait_for_ack(request, 5)["status"] == "rejected"
     assert run.last_epoch == 7

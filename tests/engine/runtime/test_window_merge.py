@@ -4,11 +4,17 @@ replayed epochs re-emit instead of re-applying, late rows are dropped."""
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from engine.runtime.state.memory import MemoryStateStore
-from engine.runtime.vsn_worker import EpochTask, InstanceReport, process_instance
+from engine.runtime.vsn_worker import EpochTask, InstanceReport
+from engine.runtime.window_groups import process_group_instance
 from engine.runtime.window_merge import KG, TIME_US, assign_windows
 from engine.runtime.window_spec import parse_window_spec
+from engine.runtime.window_worker import process_window_instance, window_state_schema
+
+# Both layouts must behave alike: keyed entries (Redis) and whole groups (embedded store).
+LAYOUTS = [process_window_instance, process_group_instance]
 
 S = 1_000_000
 SPEC = parse_window_spec(
@@ -34,6 +40,9 @@ SCHEMA = pa.schema(
 )
 
 
+INPUT = pa.schema([(KG, pa.int32()), ("k", pa.int64()), ("v", pa.int64()), (TIME_US, pa.int64())])
+
+
 def _rows(events: list[tuple[int, int, int]]) -> pa.Table:
     """(key, event time in seconds, value) -> the raw rows Spark sends an instance."""
     return pa.table(
@@ -47,7 +56,11 @@ def _rows(events: list[tuple[int, int, int]]) -> pa.Table:
 
 
 def _epoch(
-    store: MemoryStateStore, epoch: int, watermark_s: int | None, events: list[tuple[int, int, int]]
+    store: MemoryStateStore,
+    epoch: int,
+    watermark_s: int | None,
+    events: list[tuple[int, int, int]],
+    process=process_window_instance,  # type: ignore[no-untyped-def]
 ) -> tuple[dict, InstanceReport]:
     task = EpochTask(
         SPEC,
@@ -56,9 +69,10 @@ def _epoch(
         None if watermark_s is None else watermark_s * S,  # type: ignore[arg-type]
         (0, 0, 0, 0),
         SCHEMA,
+        window_state_schema(SPEC, INPUT),
     )
     report = InstanceReport(instance=0)
-    emitted = process_instance(task, report, _rows(events) if events else None, store)
+    emitted = process(task, report, _rows(events) if events else None, store)
     rows = (
         {}
         if emitted is None
@@ -70,36 +84,37 @@ def _epoch(
     return rows, report
 
 
-def test_windows_close_once_the_watermark_passes_their_end() -> None:
+@pytest.mark.parametrize("process", LAYOUTS)
+def test_windows_close_once_the_watermark_passes_their_end(process) -> None:  # type: ignore[no-untyped-def]
     store = MemoryStateStore()
-    assert _epoch(store, 0, None, [(1, 1, 5), (1, 3, 7), (2, 4, 1)])[0] == {}
-    assert _epoch(store, 1, 4, [(1, 8, 3), (2, 12, 2)])[0] == {}
-    emitted, report = _epoch(store, 2, 11, [(1, 14, 1)])
+    assert _epoch(store, 0, None, [(1, 1, 5), (1, 3, 7), (2, 4, 1)], process=process)[0] == {}
+    assert _epoch(store, 1, 4, [(1, 8, 3), (2, 12, 2)], process=process)[0] == {}
+    emitted, report = _epoch(store, 2, 11, [(1, 14, 1)], process=process)
     assert emitted == {(1, 0): (3, 15, 5.0), (2, 0): (1, 1, 1.0)}
     assert report.rows_in == 1 and report.rows_out == 2
-    emitted, _ = _epoch(store, 3, 20, [])
+    emitted, _ = _epoch(store, 3, 20, [], process=process)
     assert emitted == {(1, 10): (1, 1, 1.0), (2, 10): (1, 2, 2.0)}
-    assert store.groups("agg") == {1, 2}  # emptied groups keep only the last emission
-    assert _epoch(store, 4, 20, [])[0] == {}
-    assert store.groups("agg") == set()
+    assert _epoch(store, 4, 20, [], process=process)[0] == {}
 
 
-def test_a_replayed_epoch_re_emits_without_applying_twice() -> None:
+@pytest.mark.parametrize("process", LAYOUTS)
+def test_a_replayed_epoch_re_emits_without_applying_twice(process) -> None:  # type: ignore[no-untyped-def]
     store = MemoryStateStore()
-    _epoch(store, 0, None, [(1, 1, 5), (2, 2, 1)])
-    first, _ = _epoch(store, 1, 10, [(1, 11, 4)])
-    again, report = _epoch(store, 1, 10, [(1, 11, 4)])
+    _epoch(store, 0, None, [(1, 1, 5), (2, 2, 1)], process=process)
+    first, _ = _epoch(store, 1, 10, [(1, 11, 4)], process=process)
+    again, report = _epoch(store, 1, 10, [(1, 11, 4)], process=process)
     assert again == first == {(1, 0): (1, 5, 5.0), (2, 0): (1, 1, 1.0)}
     assert report.groups_replayed == 2 and report.groups_written == 0
-    later, _ = _epoch(store, 2, 25, [])
+    later, _ = _epoch(store, 2, 25, [], process=process)
     assert later == {(1, 10): (1, 4, 4.0)}  # counted once despite the replay
 
 
-def test_rows_of_already_emitted_windows_are_dropped_as_late() -> None:
+@pytest.mark.parametrize("process", LAYOUTS)
+def test_rows_of_already_emitted_windows_are_dropped_as_late(process) -> None:  # type: ignore[no-untyped-def]
     store = MemoryStateStore()
-    _epoch(store, 0, None, [(1, 1, 5)])
-    assert _epoch(store, 1, 10, [])[0] == {(1, 0): (1, 5, 5.0)}
-    emitted, report = _epoch(store, 2, 10, [(1, 2, 100), (1, 15, 1)])
+    _epoch(store, 0, None, [(1, 1, 5)], process=process)
+    assert _epoch(store, 1, 10, [], process=process)[0] == {(1, 0): (1, 5, 5.0)}
+    emitted, report = _epoch(store, 2, 10, [(1, 2, 100), (1, 15, 1)], process=process)
     assert emitted == {} and report.rows_in == 2 and report.partials_in == 1
 
 

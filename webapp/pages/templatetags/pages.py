@@ -26,3 +26,12 @@ def rate(value: Any) -> str:
     if abs(value) >= 1e4:
         return f"{value / 1e3:.1f}k"
     return f"{value:.0f}"
+
+
+@register.filter
+def first_line(text: Any) -> str:
+    """The first non-empty line of a text (a failure cause's headline)."""
+    for line in str(text or "").splitlines():
+        if line.strip():
+            return line.strip()
+    return ""

@@ -8,10 +8,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         result = demo_ensure()
-        self.stdout.write(
-            f"sign in as {result.username!r} with password {result.password!r}"
-            + (" (created)" if result.created_user else "")
-        )
+        if result.password is not None:
+            self.stdout.write(f"sign in as {result.username!r} with password "
+                              f"{result.password!r} (created; shown only this once)")
+        else:
+            self.stdout.write(f"sign in as {result.username!r} (its password was shown when it "
+                              "was created; an admin can reset it with manage.py changepassword)")
         if result.job_id is not None:
             self.stdout.write(f"demo job {result.job_name!r} is job {result.job_id}")
         if result.run_id is not None:

@@ -1,0 +1,158 @@
+"""API read benchmark: concurrent GETs of a run and its job while the run keeps going.
+
+Starts the whole product on a private stack (web server, Celery worker and beat, embedded
+Postgres and Redis in a temporary folder); its demo job starts a real run on Spark with a
+Postgres sink. Once the run has epochs, `clients` keep-alive HTTP clients on loopback each send
+GET /api/runs/{id} and GET /api/jobs/{id} in turn, one request at a time, for `seconds`.
+Figures (what a user waits for):
+
+- p50_ms / p99_ms: from sending a request to having its whole answer;
+- req_per_s: answered requests per second of load; errors: answers other than 200, and
+  requests that failed or timed out;
+- run_backlog_growth: the run's backlog (rows its source has produced that no epoch has taken
+  yet) at the end of the load minus at its start; about 0 means the run kept up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+import psutil
+
+from webapp.launcher.private_stack import ApiClient, PrivateStack, wait_for
+
+REQUEST_TIMEOUT_S = 30.0
+
+
+def measure(*, clients: int = 50, seconds: float = 30.0) -> dict[str, Any]:
+    """Run the benchmark on a private stack and return its figures."""
+    with PrivateStack() as stack:
+        _progress(f"stack up at {stack.url}")
+        api = stack.client(username="bench", role="admin")
+        job_id, run_id = _demo_run(api)
+        _progress(f"run {run_id} of job {job_id}: waiting for its first epochs")
+        wait_for(lambda: (api.get(f"/api/runs/{run_id}").get("epoch") or -1) >= 3,
+                 timeout=300, what="the first epochs", interval=1.0)
+        before = api.get(f"/api/runs/{run_id}")
+        paths = [f"/api/runs/{run_id}", f"/api/jobs/{job_id}"]
+        _progress(f"{clients} clients for {seconds:.0f} s at epoch {before['epoch']}")
+        web = _web_server(stack)
+        cpu_before = _cpu_s(web)
+        latencies, errors, elapsed = asyncio.run(
+            _load(stack.port, api.token, paths, clients=clients, seconds=seconds))
+        cpu_ms = (_cpu_s(web) - cpu_before) * 1000.0 / max(1, len(latencies))
+        after = api.get(f"/api/runs/{run_id}")
+        _progress(f"load done at epoch {after['epoch']}; run status {after['status']}; "
+                  f"web server CPU {cpu_ms:.2f} ms per answered request")
+    ordered = sorted(latencies)
+    return {
+        "clients": clients,
+        "requests": len(latencies) + errors,
+        "req_per_s": round(len(latencies) / elapsed, 1),
+        "p50_ms": _pct(ordered, 50),
+        "p99_ms": _pct(ordered, 99),
+        "errors": errors,
+        "run_backlog_growth": _backlog(after) - _backlog(before),
+    }
+
+
+def _demo_run(api: ApiClient) -> tuple[int, int]:
+    """The demo job and its run (the launcher's first start creates and starts both)."""
+    job = next(j for j in api.get("/api/jobs")["jobs"] if j["name"] == "campaign-views")
+    runs = wait_for(lambda: api.get(f"/api/jobs/{job['id']}/runs")["runs"], timeout=60,
+                    what="the demo run")
+    return job["id"], runs[0]["id"]
+
+
+def _web_server(stack: PrivateStack) -> list[psutil.Process]:
+    """The web server's processes (a server may run several workers)."""
+    assert stack.process is not None
+    children = psutil.Process(stack.process.pid).children(recursive=True)
+    servers = [p for p in children if "webapp.asgi:application" in " ".join(p.cmdline())]
+    return servers + [w for p in servers for w in p.children(recursive=True)]
+
+
+def _cpu_s(processes: list[psutil.Process]) -> float:
+    return sum(sum(p.cpu_times()[:2]) for p in processes)
+
+
+def _backlog(run: dict[str, Any]) -> int:
+    return int((run.get("metrics") or {}).get("backlog_rows") or 0)
+
+
+async def _load(port: int, token: str, paths: list[str], *, clients: int, seconds: float):
+    latencies: list[float] = []
+    failures: Counter[str] = Counter()
+    deadline = time.monotonic() + seconds
+    started = time.monotonic()
+    reporter = asyncio.create_task(_report(latencies, failures))
+    await asyncio.gather(*(
+        _client(port, token, paths, i, deadline, latencies, failures) for i in range(clients)))
+    reporter.cancel()
+    if failures:
+        _progress(f"errors by kind: {dict(failures)}")
+    return latencies, sum(failures.values()), time.monotonic() - started
+
+
+async def _client(port, token, paths, offset, deadline, latencies, failures) -> None:
+    """One user: a keep-alive connection, one request at a time; reconnects after an error."""
+    conn = None
+    i = offset
+    while time.monotonic() < deadline:
+        path = paths[i % len(paths)]
+        i += 1
+        sent = time.perf_counter()
+        try:
+            if conn is None:
+                conn = await asyncio.open_connection("127.0.0.1", port)
+            status = await asyncio.wait_for(_get(*conn, path, token), REQUEST_TIMEOUT_S)
+        except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError) as error:
+            status = type(error).__name__
+        if status == 200:
+            latencies.append((time.perf_counter() - sent) * 1000.0)
+        else:
+            failures[str(status)] += 1
+            if conn is not None:
+                conn[1].close()
+                conn = None
+            await asyncio.sleep(0.1)
+    if conn is not None:
+        conn[1].close()
+
+
+async def _get(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str,
+               token: str) -> int | str:
+    """One HTTP/1.1 GET on a kept-alive connection; returns the status once the body is read."""
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+                 "Connection: keep-alive\r\n\r\n".encode())
+    await writer.drain()
+    status = int((await reader.readline()).split()[1])
+    length = None
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode("latin-1").partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+    if length is None:
+        raise ValueError("answer without Content-Length")
+    await reader.readexactly(length)
+    return status
+
+
+async def _report(latencies: list[float], failures: Counter[str]) -> None:
+    while True:
+        await asyncio.sleep(5)
+        _progress(f"{len(latencies)} answered, {sum(failures.values())} errors")
+
+
+def _pct(ordered: list[float], q: int) -> float | None:
+    if not ordered:
+        return None
+    return round(ordered[min(len(ordered) - 1, int(len(ordered) * q / 100))], 1)
+
+
+def _progress(message: str) -> None:
+    print(f"[bench api] {message}", file=sys.stderr, flush=True)

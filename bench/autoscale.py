@@ -1,0 +1,283 @@
+"""``python -m bench autoscale``: the closed-loop autoscaler on a run that falls behind.
+
+A real run on the engine runtime (Spark ``local[2]``, the Redis control channel of the
+product's settings): a generator offers ``rate`` rows/s by the wall clock into a keyed
+sliding-window count whose per-instance work is the bottleneck, at parallelism 1. The
+autoscaler policy (``engine.policies.autoscale.AutoscaleLoop``, the code the product's
+``auto`` mode runs) reads each epoch's published metrics and sends its rescales on the
+control channel. After the backlog stops growing the run is watched for ``observe_s``.
+
+Figures (the JSON line):
+- ``detect_epochs``: epochs from the first (the overload starts with the run) until the
+  autoscaler decided to scale up, counting the epoch it decided on;
+- ``decisions``: changes decided until the backlog stopped growing;
+- ``backlog_drained``: whether the backlog came back under one epoch of offered rows;
+- ``flaps``: decisions during the observation that reverse the previous one's direction;
+- ``exact``: the sink equals a batch computation over the rows the run consumed;
+- ``final_parallelism``: of every operator when the run stopped.
+The machine has 2 cores: the autoscaler's max is 2 (``--max``), since a third instance of
+a CPU-bound operator only queues behind the other two.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from typing import Any
+
+from engine.policies.autoscale import AutoscaleLoop, AutoscaleSettings, Decision
+from engine.policies.load import load_model
+from engine.runtime.api import load_graph, request_reconfiguration, start_run
+from engine.runtime.control import RedisControlChannel
+from engine.runtime.driver import JobRun
+from engine.runtime.metrics import CollectingPublisher, CollectingRecorder
+from engine.runtime.session import build_session
+from engine.runtime.sinks import clear_memory_sink, memory_sink_rows
+
+SINK = "bench_autoscale"
+WINDOW, SLIDE, WATERMARK = "30 seconds", "1 second", "2 seconds"
+KEYS = 1000
+
+
+def overload_job(rate: int) -> dict[str, Any]:
+    """generator -> sliding-window count per campaign (30 windows per row) -> memory."""
+    return {
+        "name": "bench-autoscale",
+        "operators": [
+            {"id": "events", "type": "source.generator",
+             "params": {"rows_per_second": rate, "keys": KEYS}},
+            {"id": "counts", "type": "window_aggregate",
+             "params": {"key": ["campaign_id"], "time": "event_time", "window": WINDOW,
+                        "slide": SLIDE, "watermark": WATERMARK,
+                        "aggregates": {"events": "count(*)"}}},
+            {"id": "out", "type": "sink.memory", "params": {"name": SINK}},
+        ],
+        "edges": [{"from": "events", "to": "counts"}, {"from": "counts", "to": "out"}],
+    }
+
+
+def _progress(message: str) -> None:
+    print(f"[bench autoscale] {message}", flush=True)
+
+
+def _redis_url() -> str:
+    url = os.environ.get("REDIS_URL")
+    if url:
+        return url
+    from webapp import embedded
+    from webapp.config import load_config
+
+    return embedded.ensure_redis(var_dir=load_config().var_dir)
+
+
+class Observer:
+    """Runs the loop on each new epoch and keeps what the figures need."""
+
+    def __init__(self, run: JobRun, publisher: CollectingPublisher,
+                 recorder: CollectingRecorder, loop: AutoscaleLoop) -> None:
+        self.run, self.publisher, self.recorder, self.loop = run, publisher, recorder, loop
+        self.seen = -1
+        self.decisions: list[dict[str, Any]] = []
+        self._sent: dict[str, str] = {}
+
+    def step(self) -> dict[str, Any] | None:
+        """Handles the newest epoch, if there is a new one; returns its metrics."""
+        epochs = list(self.publisher.epochs)
+        if not epochs or epochs[-1]["epoch"] <= self.seen:
+            return None
+        self._take_acks()
+        latest = epochs[-1]
+        self.seen = latest["epoch"]
+        decision = self.loop.decide(epochs, time.time())
+        if decision.action in ("up", "down"):
+            self._apply(decision, latest["epoch"])
+        _progress(_line(self.run, latest, decision))
+        return latest
+
+    def _take_acks(self) -> None:
+        for ack in self.recorder.acks:
+            if ack["request_id"] in self._sent and ack["status"] == "applied":
+                self._sent.pop(ack["request_id"])
+                if not self._sent:
+                    self.loop.took_effect(ack["applied_epoch"], time.time())
+
+    def _apply(self, decision: Decision, epoch: int) -> None:
+        for operator, parallelism in decision.changes.items():
+            request = request_reconfiguration(
+                self.run.channel, kind="rescale", operator=operator, parallelism=parallelism)
+            self._sent[request] = operator
+        self.loop.requested()
+        self.decisions.append({"epoch": epoch, "at": time.time(), **decision.to_dict()})
+
+
+def _line(run: JobRun, m: dict[str, Any], decision: Decision) -> str:
+    src = m["sources"]["events"]
+    counts = m["operators"]["counts"]
+    unit = decision.figures.get("units", {}).get("counts", {})
+    return (f"epoch {m['epoch']:3d} p={run.parallelism()} batch {m['batch_duration_ms']:.0f} ms "
+            f"offered {src['offered_rate']:.0f}/s consumed {src['consumed_rate']:.0f}/s "
+            f"backlog {src['backlog']} ({src['backlog_growth_per_s']:+.0f}/s) counts demand "
+            f"{counts['demand_rate']:.0f}/s busy {max(counts['busy_ms'] or [0]):.0f} ms "
+            f"congested={counts['congested']} bottleneck={m['bottleneck']} "
+            f"util={unit.get('utilisation', '-')} -> {decision.action} {decision.changes or ''}"
+            f"{' ' + decision.note if decision.note else ''}")
+
+
+def measure(*, overload: float = 1.8, rate: int | None = None, max_parallelism: int = 2,
+            trigger_ms: int = 2000, observe_s: float = 300.0,
+            give_up_s: float = 300.0) -> dict[str, Any]:
+    """Runs the job offering ``overload`` x one instance's measured capacity (or ``rate``
+    rows/s) under the autoscaler and returns the figures."""
+    spark = build_session(master="local[2]", app_name="bench-autoscale")
+    capacity = calibrate(spark)
+    rate = rate or int(overload * capacity)
+    _progress(f"one counts instance: {capacity:.0f} rows/s per busy second")
+    graph = load_graph(overload_job(rate))
+    settings = AutoscaleSettings(max_parallelism=max_parallelism)
+    loop = AutoscaleLoop(graph, settings, cooldown_s=2 * trigger_ms / 1000.0)
+    publisher, recorder = CollectingPublisher(), CollectingRecorder()
+    _progress(f"offering {rate} rows/s, trigger {trigger_ms} ms, autoscaler max "
+              f"{max_parallelism}, drain {settings.drain_s:.0f} s")
+    with tempfile.TemporaryDirectory(prefix="bench-autoscale-") as checkpoint:
+        run = start_run(graph, checkpoint=checkpoint, publisher=publisher, recorder=recorder,
+                        spark=spark, epoch_ms=trigger_ms, control_url=_redis_url(),
+                        control_prefix=f"streamscale-bench-{os.getpid()}:")
+        observer = Observer(run, publisher, recorder, loop)
+        stable_epoch = _until_stable(observer, give_up_s)
+        _progress(f"backlog stopped growing at epoch {stable_epoch}; observing {observe_s:.0f} s")
+        decided_before = len(observer.decisions)
+        _observe(observer, observe_s)
+        run.stop()
+        final = run.parallelism()
+        exact = _exact(spark, run)
+        if isinstance(run.channel, RedisControlChannel):
+            run.channel.delete()
+    clear_memory_sink(SINK)
+    epochs = publisher.epochs
+    first_up = next((d for d in observer.decisions if d["action"] == "up"), None)
+    return {
+        "detect_epochs": None if first_up is None else first_up["epoch"] + 1,
+        "decisions": decided_before,
+        "backlog_drained": _drained(epochs),
+        "flaps": _flaps(observer.decisions),
+        "exact": exact,
+        "final_parallelism": final,
+        "rate": rate,
+        "instance_capacity": round(capacity),
+        "stable_epoch": stable_epoch,
+        "decisions_detail": [_summary(d) for d in observer.decisions],
+        "utilisation_at_decisions": [d["figures"]["units"]["counts"]["utilisation"]
+                                     for d in observer.decisions],
+        "final_model": _final_model(graph, epochs),
+    }
+
+
+def calibrate(spark: Any) -> float:
+    """Warms up and measures: a few epochs of the same job back to back on their own
+    checkpoint (the JVM compiles the hot code, Spark starts its Python workers, so the
+    measured run's first epoch is a normal one); returns the median true rate of one
+    ``counts`` instance (rows per busy second) over the last epochs."""
+    _progress("warming up and measuring one instance's capacity")
+    publisher = CollectingPublisher()
+    with tempfile.TemporaryDirectory(prefix="bench-autoscale-warm-") as checkpoint:
+        run = start_run(overload_job(20_000), checkpoint=checkpoint, publisher=publisher,
+                        spark=spark, trigger_ms=0, stop_after_epoch=7)
+        run.wait(600)
+    clear_memory_sink(SINK)
+    rates = sorted(e["operators"]["counts"]["processing_rate"] for e in publisher.epochs[3:])
+    return float(rates[len(rates) // 2])
+
+
+def _until_stable(observer: Observer, give_up_s: float) -> int | None:
+    """Steps the loop until, after a scale-up, the backlog has not grown over 3 epochs."""
+    deadline = time.monotonic() + give_up_s
+    while time.monotonic() < deadline:
+        if observer.step() is None:
+            time.sleep(0.05)
+            continue
+        epochs = observer.publisher.epochs
+        ups = [d for d in observer.decisions if d["action"] == "up"]
+        if ups and observer.loop.applied_epoch >= 0 and len(epochs) >= 3:
+            last = epochs[-3:]
+            after = all(e["epoch"] > observer.loop.applied_epoch for e in last)
+            backlogs = [e["sources"]["events"]["backlog"] for e in last]
+            if after and backlogs[-1] <= backlogs[0]:
+                return int(last[-1]["epoch"])
+    return None
+
+
+def _observe(observer: Observer, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if observer.step() is None:
+            time.sleep(0.05)
+
+
+def _drained(epochs: list[dict[str, Any]]) -> bool:
+    """The backlog came back under one epoch's offered rows after it had built up."""
+    peak = max(range(len(epochs)), key=lambda i: epochs[i]["sources"]["events"]["backlog"])
+    return any(e["sources"]["events"]["backlog"] <= e["sources"]["events"]["offered"]
+               for e in epochs[peak:])
+
+
+def _flaps(decisions: list[dict[str, Any]]) -> int:
+    """Decisions that reverse the direction of the previous one."""
+    actions = [d["action"] for d in decisions]
+    return sum(1 for a, b in zip(actions, actions[1:], strict=False) if a != b)
+
+
+def _summary(decision: dict[str, Any]) -> dict[str, Any]:
+    return {"epoch": decision["epoch"], "action": decision["action"],
+            "changes": decision["changes"], "reasons": decision["reasons"]}
+
+
+def _final_model(graph: Any, epochs: list[dict[str, Any]]) -> dict[str, Any]:
+    model = load_model(graph, epochs[-3:])
+    return {u: load.to_dict() for u, load in model.units.items()}
+
+
+def _exact(spark: Any, run: JobRun) -> bool:
+    """The sink against Spark's own batch window count over the rows the run consumed,
+    for the windows the run's last watermark closed."""
+    from pyspark.sql import functions as F
+
+    from engine.runtime.sources import GeneratorSpec, generator_batch
+
+    last = run.last_epoch
+    assert last is not None
+    plan = run.log.plan(last)
+    assert plan is not None
+    end = plan["sources"]["events"][1]
+    watermark = plan["watermarks"]["counts"]
+    params = run.graph.operator("events").params
+    spec = GeneratorSpec.from_params(params, run.start_ms)
+    rows = generator_batch(spark, spec, 0, end)
+    expected = (
+        rows.groupBy("campaign_id", F.window("event_time", WINDOW, SLIDE))
+        .agg(F.count(F.lit(1)).alias("events"))
+        .where(F.unix_micros("window.end") <= watermark)
+        .select("campaign_id", F.unix_micros("window.start").alias("start"), "events")
+        .collect()
+    )
+    want = {(r["campaign_id"], r["start"]): r["events"] for r in expected}
+    table = memory_sink_rows(SINK)
+    got: dict[tuple[int, int], int] = {}
+    if table is not None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        starts = pc.cast(table["window_start"], pa.int64()).to_pylist()
+        for start, row in zip(starts, table.to_pylist(), strict=True):
+            key = (row["campaign_id"], start)
+            if key in got:
+                return False  # a window emitted twice
+            got[key] = row["events"]
+    _progress(f"exactness: {len(got)} windows emitted, {len(want)} expected")
+    return bool(want) and got == want
+
+
+if __name__ == "__main__":
+    print(json.dumps(measure()), file=sys.stdout)

@@ -1,0 +1,64 @@
+"""``python -m bench.autoscale_screens``: screenshots of the run page on an overloaded run,
+before and after the autoscaler acted, taken on the real product (a private stack, a real
+driver on Spark) with headless Chromium. Writes docs/screenshots/autoscale-before.png and
+autoscale-after.png and prints what it saw."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from bench.autoscale import overload_job
+from webapp.launcher.private_stack import PrivateStack, wait_for
+
+CHROMIUM = "/usr/bin/chromium"
+OUT = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+PASSWORD = "screens-12345678"
+
+
+def _say(message: str) -> None:
+    print(f"[autoscale screens] {message}", file=sys.stderr, flush=True)
+
+
+def capture(rate: int = 60_000) -> None:
+    """Runs the overloaded job on the product and saves the two screenshots."""
+    from playwright.sync_api import sync_playwright
+
+    dag = overload_job(rate)
+    dag["operators"][0]["params"]["max_rows_per_epoch"] = rate
+    with PrivateStack() as stack:
+        api = stack.client(username="screens-api", role="admin")
+        stack.manage("create_user", "screens", "--role", "operator", "--password", PASSWORD)
+        job = api.post("/api/jobs", dag)
+        run_id = api.post(f"/api/jobs/{job['id']}/runs", {})["run_id"]
+        _say(f"run {run_id} started at {rate} rows/s offered")
+        wait_for(lambda: (api.get(f"/api/runs/{run_id}").get("epoch") or -1) >= 5,
+                 timeout=600, what="five epochs")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM,
+                                                 args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(f"{stack.url}/login/")
+            page.fill("#id_username", "screens")
+            page.fill("#id_password", PASSWORD)
+            page.click("button[type=submit]")
+            page.goto(f"{stack.url}/runs/{run_id}/")
+            page.wait_for_selector(".run-node.bottleneck", timeout=120_000)
+            time.sleep(2)
+            page.screenshot(path=str(OUT / "autoscale-before.png"), full_page=False)
+            _say("before: the bottleneck is painted red")
+            api.post(f"/api/runs/{run_id}/autoscale",
+                     {"mode": "auto", "min": 1, "max": 2, "cooldown_s": 10})
+            wait_for(lambda: api.get(f"/api/runs/{run_id}")["parallelism"].get("counts") == 2,
+                     timeout=600, what="the autoscaler to scale counts up")
+            _say("the autoscaler scaled counts to 2; waiting for the backlog to shrink")
+            time.sleep(30)
+            page.screenshot(path=str(OUT / "autoscale-after.png"), full_page=False)
+            browser.close()
+        api.post(f"/api/runs/{run_id}/stop", {})
+    _say(f"saved {OUT / 'autoscale-before.png'} and {OUT / 'autoscale-after.png'}")
+
+
+if __name__ == "__main__":
+    capture(int(sys.argv[1]) if len(sys.argv) > 1 else 60_000)

@@ -1,0 +1,100 @@
+"""``python -m bench layouts``: what one VSN instance's epoch costs on each window-state
+layout and store, without Spark (the choice of ``StateStore.keyed_windows``).
+
+One instance owns 64 key groups and gets 100k rows per epoch, keys uniform over the key
+space, all in one ten-minute window (so the state only grows); the figure is the median CPU
+time of the instance's epoch (``process_time``: this process only, so a busy machine does
+not inflate it; a Redis server's own work is not in it) over the measured epochs, after
+the state was filled with each key once.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from engine.runtime.state import StoreSpec, open_store
+from engine.runtime.vsn_worker import EpochTask, InstanceReport
+from engine.runtime.window_groups import process_group_instance
+from engine.runtime.window_merge import KG, TIME_US
+from engine.runtime.window_spec import parse_window_spec
+from engine.runtime.window_worker import process_window_instance, window_state_schema
+
+ROWS = 100_000
+SPEC = parse_window_spec(
+    "counts",
+    {"key": ["k"], "time": "t", "window": "10 minutes", "aggregates": {"n": "count(*)"}},
+)
+INPUT = pa.schema([(KG, pa.int32()), ("k", pa.int64()), (TIME_US, pa.int64())])
+OUTPUT = pa.schema(
+    [
+        ("k", pa.int64()),
+        ("window_start", pa.int64()),
+        ("window_end", pa.int64()),
+        ("n", pa.int64()),
+        ("__report", pa.string()),
+    ]
+)
+LAYOUTS = {"keyed": process_window_instance, "groups": process_group_instance}
+
+
+def _epoch_ms(store: Any, process: Any, epoch: int, keys: np.ndarray) -> float:
+    rows = pa.table(
+        {
+            KG: pa.array(keys % 64, pa.int32()),
+            "k": pa.array(keys, pa.int64()),
+            TIME_US: pa.array(np.full(len(keys), epoch * 1_000_000), pa.int64()),
+        }
+    )
+    task = EpochTask(
+        SPEC,
+        None,
+        epoch,
+        None,
+        (0,) * 64,
+        OUTPUT,  # type: ignore[arg-type]
+        window_state_schema(SPEC, INPUT),
+    )
+    started = time.process_time()
+    process(task, InstanceReport(instance=0), rows, store)
+    return (time.process_time() - started) * 1000.0
+
+
+def measure_one(kind: str, location: str, layout: str, keys: int, measured: int) -> float:
+    """Median CPU ms of ``measured`` epochs with ``keys`` keys of state."""
+    store = open_store(StoreSpec(kind, location, f"bench-layouts-{layout}-{keys}"))
+    store.clear()
+    rng = np.random.default_rng(0)
+    order = rng.permutation(keys)
+    epoch = 0
+    for start in range(0, keys, 500_000):
+        _epoch_ms(store, LAYOUTS[layout], epoch, order[start : start + 500_000])
+        epoch += 1
+    times = []
+    for _ in range(measured):
+        times.append(_epoch_ms(store, LAYOUTS[layout], epoch, rng.integers(0, keys, ROWS)))
+        epoch += 1
+    store.clear()
+    return statistics.median(times)
+
+
+def measure(
+    redis_url: str, keys: tuple[int, ...] = (100_000, 2_000_000), measured: int = 5
+) -> dict[str, Any]:
+    """CPU ms per instance-epoch for every (store, layout, state size)."""
+    figures: dict[str, Any] = {"rows_per_instance": ROWS}
+    with tempfile.TemporaryDirectory(prefix="bench-layouts-") as directory:
+        for kind, location in (("sqlite", directory), ("redis", redis_url)):
+            for layout in LAYOUTS:
+                for count in keys:
+                    ms = measure_one(kind, location, layout, count, measured)
+                    name = f"{kind}_{layout}_cpu_ms_{count}"
+                    figures[name] = round(ms, 1)
+                    print(f"[bench layouts] {name} = {ms:.1f}", file=sys.stderr, flush=True)
+    return figures

@@ -1,0 +1,133 @@
+"""The Redis stream source's row of ``python -m bench throughput``: rows per second read
+from Redis Streams into the keyed window count, beside the generator feeding the same job
+at the same rows per epoch, in the same session and the same run.
+
+The streams hold the generator's events (event time in epoch milliseconds), written
+before the run by Spark tasks; the source's cap is the rows per epoch, so each epoch reads
+one second of event time, as the generator's does. Rows per second = rows over the summed
+``triggerExecution`` of steady epochs (the whole micro-batch, offset planning included).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import redis
+from pyspark.sql import Row, SparkSession
+from pyspark.sql import functions as F
+
+from bench.builtin import progress_ms
+from bench.throughput import WARMUP, run_vsn
+from bench.workload import KEYS, window_count_job
+from engine.runtime.api import start_run
+from engine.runtime.metrics import CollectingPublisher
+from engine.runtime.sinks import clear_memory_sink
+from engine.runtime.sources import GeneratorSpec, generator_batch
+
+STREAMS = 2  # one partition each: the two cores read in parallel
+SCHEMA = {"event_id": "long", "event_time": "timestamp", "campaign_id": "long",
+          "user_id": "long", "event_type": "string", "amount": "double"}
+
+
+def redis_url() -> str:
+    """The product's Redis: ``REDIS_URL``, else the embedded server under ``var/``."""
+    if os.environ.get("REDIS_URL"):
+        return os.environ["REDIS_URL"]
+    from webapp import embedded
+    from webapp.config import load_config
+
+    return embedded.ensure_redis(var_dir=load_config().var_dir)
+
+
+def fill_streams(spark: SparkSession, url: str, streams: list[str], rows: int,
+                 rows_per_second: int) -> None:
+    """Writes generator events 0..rows-1 round-robin into ``streams``."""
+    spec = GeneratorSpec(rows_per_second=rows_per_second, keys=KEYS, start_ms=0)
+    events = generator_batch(spark, spec, 0, rows).withColumn(
+        "event_time", F.unix_millis("event_time")).orderBy("event_id")
+
+    def write(part: Iterator[Row]) -> None:
+        with redis.Redis.from_url(url) as client, client.pipeline(transaction=False) as pipe:
+            for n, row in enumerate(part, 1):
+                pipe.xadd(streams[row.event_id % len(streams)],
+                          {k: str(v) for k, v in row.asDict().items()})
+                if n % 5000 == 0:
+                    pipe.execute()
+            pipe.execute()
+
+    # One task writes in event-id order, so each stream's entries are in event-time order.
+    events.coalesce(1).foreachPartition(write)
+
+
+def stream_job(url: str, streams: list[str], rows_per_batch: int, parallelism: int,
+               sink: str) -> dict[str, Any]:
+    """The generator's window-count job with the Redis streams as its source."""
+    job = window_count_job(rows_per_batch, parallelism, sink)
+    job["operators"][0] = {
+        "id": "events", "type": "source.redis_stream",
+        "params": {"url": url, "streams": streams, "start": "earliest",
+                   "max_entries_per_epoch": rows_per_batch, "schema": SCHEMA,
+                   "time_field": "event_time"},
+    }
+    return job
+
+
+def run_redis(spark: SparkSession, url: str, rows_per_batch: int, epochs: int,
+              parallelism: int) -> list[float]:
+    """Fills fresh streams, runs the job over them, returns steady epochs' durations (ms)."""
+    streams = [f"bench:{uuid.uuid4().hex[:8]}:{i}" for i in range(STREAMS)]
+    try:
+        fill_streams(spark, url, streams, rows_per_batch * epochs, rows_per_batch)
+        with tempfile.TemporaryDirectory(prefix="bench-redis-") as checkpoint:
+            run = start_run(stream_job(url, streams, rows_per_batch, parallelism, "bench_redis"),
+                            checkpoint=checkpoint, publisher=CollectingPublisher(), spark=spark,
+                            trigger_ms=0, stop_after_epoch=epochs - 1)
+            run.wait()
+            assert run.failure() is None, run.failure()
+            progress = [p for p in run.progress() if p["batchId"] < epochs]
+        clear_memory_sink("bench_redis")
+        return [progress_ms(p) for p in progress[WARMUP:]]
+    finally:
+        with redis.Redis.from_url(url) as client:
+            client.delete(*streams)
+
+
+def measure_redis_row(spark: SparkSession, rows_per_batch: int = 50_000, epochs: int = 8,
+                      rounds: int = 2, parallelism: int = 2) -> dict[str, Any]:
+    """A warm-up of both sources, then ``rounds`` rounds alternating which goes first."""
+    url = redis_url()
+
+    def generator() -> list[float]:
+        return [progress_ms(p) for p in run_vsn(spark, rows_per_batch, epochs,
+                                                parallelism)[WARMUP:]]
+
+    def from_redis() -> list[float]:
+        return run_redis(spark, url, rows_per_batch, epochs, parallelism)
+
+    started = time.monotonic()
+    from_redis(), generator()
+    redis_ms: list[float] = []
+    generator_ms: list[float] = []
+    for round_ in range(rounds):
+        first, second = (from_redis, generator) if round_ % 2 == 0 else (generator, from_redis)
+        (redis_ms if first is from_redis else generator_ms).extend(first())
+        (redis_ms if second is from_redis else generator_ms).extend(second())
+    redis_rate = rows_per_batch * len(redis_ms) / (sum(redis_ms) / 1000.0)
+    generator_rate = rows_per_batch * len(generator_ms) / (sum(generator_ms) / 1000.0)
+    return {
+        "rows_per_batch": rows_per_batch,
+        "streams": STREAMS,
+        "epochs_measured": len(redis_ms),
+        "redis_median_epoch_ms": round(statistics.median(redis_ms), 1),
+        "generator_median_epoch_ms": round(statistics.median(generator_ms), 1),
+        "redis_rows_per_s": round(redis_rate),
+        "generator_rows_per_s": round(generator_rate),
+        "redis_vs_generator": round(redis_rate / generator_rate, 3),
+        "bench_s": round(time.monotonic() - started, 1),
+    }

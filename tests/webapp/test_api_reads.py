@@ -1,0 +1,95 @@
+"""API reads under load stay cheap and bounded: a fixed number of queries per request (none of
+them a write), and every list answers one page at a time."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.webapp.conftest import epoch_metrics
+from webapp.accounts.roles import Role
+from webapp.audit.services import audit_record
+from webapp.jobs.metrics import run_epoch_record
+from webapp.jobs.models import Reconfiguration, Run
+
+pytestmark = pytest.mark.django_db
+
+
+def _queries(client, path: str) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(path).status_code == 200
+    return [q["sql"] for q in captured.captured_queries]
+
+
+def test_run_and_job_reads_take_four_queries_and_write_nothing(token_client, live_run):
+    client = token_client(Role.VIEWER)
+    run_epoch_record(run_id=live_run.pk, metrics=epoch_metrics(0, counts_in=10,
+                                                                counts_capacity=100))
+    client.get(f"/api/runs/{live_run.pk}")  # the first use of a token is recorded
+    for path in (f"/api/runs/{live_run.pk}", f"/api/jobs/{live_run.job_id}"):
+        sql = _queries(client, path)
+        assert len(sql) == 4, sql
+        assert all(q.lstrip().upper().startswith("SELECT") for q in sql), sql
+
+
+def _runs(job, n: int) -> None:
+    version = job.versions.get(number=1)
+    Run.objects.bulk_create([Run(job=job, version=version, status="stopped",
+                                 spark_master="local[2]", checkpoint_location="/x")
+                             for _ in range(n)])
+
+
+def test_runs_are_listed_a_page_at_a_time(token_client, job):
+    _runs(job, 7)
+    client = token_client(Role.VIEWER)
+    first = client.get(f"/api/jobs/{job.pk}/runs?page_size=3").json()
+    assert len(first["runs"]) == 3 and first["page"] == {"number": 1, "size": 3, "next": 2}
+    last = client.get(f"/api/jobs/{job.pk}/runs?page_size=3&page=3").json()
+    assert len(last["runs"]) == 1 and last["page"]["next"] is None
+    ids = [r["id"] for r in first["runs"]]
+    assert ids == sorted(ids, reverse=True)  # newest first
+    assert client.get("/api/jobs/999999/runs").status_code == 404
+
+
+@pytest.mark.parametrize(("query", "named"), [
+    ("page=0", "page"), ("page=x", "page"), ("page_size=501", "page_size"),
+    ("page_size=0", "page_size"),
+])
+def test_bad_page_parameters_are_named(token_client, job, query, named):
+    answer = token_client(Role.VIEWER).get(f"/api/jobs/{job.pk}/runs?{query}")
+    assert answer.status_code == 400 and named in answer.json()["error"]
+
+
+def test_default_and_largest_pages(token_client, job):
+    _runs(job, 60)
+    client = token_client(Role.VIEWER)
+    assert len(client.get(f"/api/jobs/{job.pk}/runs").json()["runs"]) == 50
+    assert len(client.get(f"/api/jobs/{job.pk}/runs?page_size=500").json()["runs"]) == 60
+
+
+def test_reconfigurations_and_history_are_paged(token_client, live_run):
+    Reconfiguration.objects.bulk_create([
+        Reconfiguration(run=live_run, request_id=f"r{i}", kind="rescale", reason="test")
+        for i in range(5)])
+    client = token_client(Role.VIEWER)
+    page = client.get(f"/api/runs/{live_run.pk}/reconfigurations?page_size=2&page=2").json()
+    assert [r["request_id"] for r in page["reconfigurations"]] == ["r2", "r1"]
+    assert page["page"]["next"] == 3
+    audit_record(actor=None, trigger="policy", action="run.note", job=live_run.job)
+    history = client.get(f"/api/jobs/{live_run.job_id}/history?page_size=1").json()
+    assert [e["action"] for e in history["entries"]] == ["run.note"]
+    assert history["page"]["next"] == 2
+
+
+def test_metrics_are_paged_by_epoch(token_client, live_run):
+    for epoch in range(5):
+        run_epoch_record(run_id=live_run.pk, metrics=epoch_metrics(epoch, counts_in=10,
+                                                                    counts_capacity=100))
+    client = token_client(Role.VIEWER)
+    page = client.get(f"/api/runs/{live_run.pk}/metrics?since_epoch=1&limit=2").json()
+    assert [e["epoch"] for e in page["epochs"]] == [1, 2] and page["next_since_epoch"] == 3
+    rest = client.get(f"/api/runs/{live_run.pk}/metrics?since_epoch=3&limit=2").json()
+    assert [e["epoch"] for e in rest["epochs"]] == [3, 4] and rest["next_since_epoch"] is None
+    bad = client.get(f"/api/runs/{live_run.pk}/metrics?limit=1000")
+    assert bad.status_code == 400 and "limit" in bad.json()["error"]

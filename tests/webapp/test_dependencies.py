@@ -1,0 +1,123 @@
+"""With Redis down, requests that need it answer 503 with the reason (never a server error),
+a reconfiguration is recorded as failed, websocket handshakes are refused cleanly, and
+``/healthz`` reports each dependency."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+
+from webapp.accounts.roles import Role
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def redis_down(settings) -> str:
+    """Point every Redis client of the web application at a port where nothing listens."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"redis://127.0.0.1:{port}/0"
+    settings.REDIS_URL = url
+    layers = json.loads(json.dumps(settings.CHANNEL_LAYERS))
+    layers["default"]["CONFIG"]["hosts"] = [url]
+    settings.CHANNEL_LAYERS = layers
+    return url
+
+
+def test_healthz_reports_each_dependency(celery_worker_process):
+    response = Client().get("/healthz")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "ok"
+    assert set(body["checks"]) == {"database", "redis", "celery_worker"}
+    assert body["checks"]["database"]["ok"] and body["checks"]["redis"]["ok"]
+
+
+def test_healthz_names_redis_when_it_is_down(redis_down):
+    response = Client().get("/healthz")
+
+    assert response.status_code == 503
+    checks = response.json()["checks"]
+    assert checks["database"]["ok"] is True
+    assert checks["redis"]["ok"] is False and "ConnectionError" in checks["redis"]["error"]
+    assert checks["celery_worker"] == {"ok": False, "error": "unknown: its broker (Redis) is down"}
+
+
+def test_a_rescale_with_redis_down_is_503_with_the_reason_and_recorded_failed(
+    token_client, live_run, redis_down
+):
+    from webapp.jobs.models import Reconfiguration
+
+    response = token_client(Role.OPERATOR).post(
+        f"/api/runs/{live_run.pk}/reconfigurations", content_type="application/json",
+        data=json.dumps({"kind": "rescale", "operator": "counts", "parallelism": 3,
+                         "reason": "redis is down", "request_id": "down-1"}))
+
+    assert response.status_code == 503
+    assert response["Retry-After"] == "5"
+    assert response.json()["error"].startswith("Redis (REDIS_URL) is unreachable: ")
+    record = Reconfiguration.objects.get(request_id="down-1")
+    assert record.status == "failed" and record.status_reason.startswith("could not deliver: ")
+
+
+def test_a_run_start_with_redis_down_is_503_and_the_run_fails_naming_why(
+    token_client, job, redis_down, settings
+):
+    from webapp.celery import app
+    from webapp.jobs.models import Run, RunStatus
+
+    def use_broker(url: str) -> None:  # connections made earlier in this process are pooled
+        app.conf.broker_url = url
+        app.pool.force_close_all()
+        app._pool = None
+        app.amqp._producer_pool = None
+
+    retries = app.conf.broker_connection_max_retries
+    use_broker(redis_down)
+    app.conf.broker_connection_max_retries = 0
+    try:
+        response = token_client(Role.OPERATOR).post(
+            f"/api/jobs/{job.pk}/runs", data="{}", content_type="application/json")
+    finally:
+        app.conf.broker_connection_max_retries = retries
+        use_broker(settings.CELERY_BROKER_URL)
+
+    assert response.status_code == 503
+    run = Run.objects.get(job=job)
+    assert run.status == RunStatus.FAILED
+    assert run.failure_reason.startswith(
+        "its launch could not be enqueued: Redis (REDIS_URL) is unreachable: ")
+
+
+def test_a_stop_with_redis_down_is_503_not_a_server_error(token_client, live_run, redis_down):
+    response = token_client(Role.OPERATOR).post(
+        f"/api/runs/{live_run.pk}/stop", data=json.dumps({"reason": "redis is down"}),
+        content_type="application/json")
+
+    assert response.status_code == 503
+    assert "Redis (REDIS_URL) is unreachable" in response.json()["error"]
+
+
+def test_a_websocket_handshake_with_redis_down_is_refused_cleanly(make_user, live_run, redis_down):
+    from asgiref.sync import async_to_sync
+
+    from webapp.accounts.services import api_token_create
+    from webapp.asgi import application
+
+    token = api_token_create(user=make_user(Role.VIEWER, name="ws-viewer"))
+
+    async def handshake():
+        communicator = WebsocketCommunicator(
+            application, f"/ws/runs/{live_run.pk}/",
+            headers=[(b"origin", b"http://127.0.0.1:8000"),
+                     (b"authorization", f"Bearer {token}".encode())])
+        return await communicator.connect(timeout=10)
+
+    assert async_to_sync(handshake)() == (False, 1013)

@@ -1,0 +1,175 @@
+"""Supervision of real run drivers (Spark in local mode): a clean suspend and the next start are
+not restarts and leave no JVM trace in the log; a crash is counted and named by its signal or exit
+code with the query's own error in one line; a run with no first epoch in time fails, saying so."""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.webapp.conftest import SIMPLE_DAG
+from webapp.accounts.roles import Role
+
+pytestmark = [pytest.mark.spark, pytest.mark.django_db(transaction=True)]
+
+# Spark's ANSI mode fails the cast of a string like 'click' at run time: every epoch fails.
+FAILING_CONDITION = "CAST(event_type AS INT) IS NULL"
+
+
+@pytest.fixture
+def var_dir(tmp_path: Path, settings, monkeypatch) -> Path:
+    """Drivers keep their checkpoints, logs and exit records in a private var folder."""
+    settings.VAR_DIR = tmp_path
+    monkeypatch.setenv("STREAMSCALE_VAR_DIR", str(tmp_path))
+    monkeypatch.setenv("DATABASE_URL", _database_url())
+    monkeypatch.setenv("REDIS_URL", settings.REDIS_URL)
+    return tmp_path
+
+
+def _database_url() -> str:
+    from tests.webapp.support import database_url_for_children
+
+    return database_url_for_children()
+
+
+def _run(make_user, *, condition: str = "event_type = 'click'"):
+    from webapp.jobs.models import Run, RunStatus, Trigger
+    from webapp.jobs.services import job_create
+    from webapp.runs.services import run_dir
+
+    dag = copy.deepcopy(SIMPLE_DAG)
+    dag["operators"][1]["params"]["condition"] = condition
+    version = job_create(dag=dag, actor=make_user(Role.EDITOR), trigger=Trigger.USER)
+    run = Run.objects.create(
+        job=version.job, version=version, status=RunStatus.STARTING, spark_master="local[2]",
+        checkpoint_location="", parallelism={"events": 1, "clicks": 1, "out": 1},
+        target_dag=version.dag,
+    )
+    run.checkpoint_location = str(run_dir(run.pk) / "checkpoint")
+    run.save(update_fields=["checkpoint_location"])
+    return run
+
+
+def _wait(predicate, *, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"waited {timeout:.0f} s for {what}")
+
+
+def _fresh(run):
+    run.refresh_from_db()
+    return run
+
+
+def _kill_driver(run) -> None:
+    try:
+        os.killpg(os.getpgid(run.driver_pid), signal.SIGKILL)
+    except (ProcessLookupError, TypeError):
+        pass
+
+
+def _driver_log(run) -> str:
+    from webapp.runs.services import run_dir
+
+    return (run_dir(run.pk) / "driver.log").read_text(errors="replace")
+
+
+def _audit_reasons(run, action: str) -> list[str]:
+    from webapp.audit.models import AuditEntry
+
+    return list(AuditEntry.objects.filter(run_id_ref=run.pk, action=action)
+                .order_by("at").values_list("reason", flat=True))
+
+
+def test_suspend_and_resume_are_not_restarts_and_a_crash_is_named(var_dir, make_user) -> None:
+    from webapp.jobs.models import RunStatus
+    from webapp.runs import supervision
+
+    run = _run(make_user)
+    try:
+        supervision.run_launch(run_id=run.pk)
+        _wait(lambda: _fresh(run).status == RunStatus.RUNNING, timeout=240, what="a first epoch")
+        first_pid = run.driver_pid
+
+        assert supervision.drivers_suspend(grace_s=60) == [
+            f"run {run.pk}: driver {first_pid} suspended"]
+        assert "StackOverflowError" not in _driver_log(run)
+        assert "Exception in thread" not in _driver_log(run)
+
+        # The next start resumes the run: the watcher relaunches it without counting a crash.
+        _wait(lambda: supervision.runs_watch(), timeout=30, what="the resume")
+        resumed = _fresh(run)
+        resumed_pid, epoch = resumed.driver_pid, resumed.current_epoch or 0
+        assert resumed.restarts == 0 and resumed_pid != first_pid
+        assert resumed.status == RunStatus.RUNNING and not _audit_reasons(run, "run.recovering")
+        _wait(lambda: (_fresh(run).current_epoch or 0) > epoch + 1, timeout=240,
+              what="epochs after the resume")
+
+        # A crash is one: counted, and named by the signal that ended the driver.
+        _kill_driver(run)
+        _wait(lambda: supervision.runs_watch(), timeout=30, what="the restart")
+        assert _fresh(run).restarts == 1
+        assert _audit_reasons(run, "run.recovering") == [
+            f"driver {resumed_pid} was killed by SIGKILL; restarting from the checkpoint"]
+    finally:
+        _kill_driver(_fresh(run))
+
+
+def test_a_failing_query_names_its_error_in_one_line(var_dir, make_user) -> None:
+    from webapp.jobs.models import Run, RunStatus
+    from webapp.runs import supervision
+
+    run = _run(make_user, condition=FAILING_CONDITION)
+    Run.objects.filter(pk=run.pk).update(restarts=supervision.MAX_RESTARTS)
+    try:
+        supervision.run_launch(run_id=run.pk)
+        _wait(lambda: not psutil.pid_exists(_fresh(run).driver_pid) or
+              psutil.Process(run.driver_pid).status() == psutil.STATUS_ZOMBIE,
+              timeout=240, what="the driver's end")
+        _wait(lambda: supervision.runs_watch(), timeout=30, what="the failure")
+
+        failed = _fresh(run)
+        assert failed.status == RunStatus.FAILED
+        first_line = failed.failure_reason.splitlines()[0]
+        assert first_line.startswith(f"driver {failed.driver_pid} exited with code 1: "
+                                     "the query failed: ")
+        assert "CAST_INVALID_INPUT" in first_line
+        # Spark's own report of the failure is in the driver's output.
+        assert "terminated with error" in _driver_log(run)
+    finally:
+        _kill_driver(_fresh(run))
+
+
+def test_a_run_without_a_first_epoch_in_time_fails_with_the_reason(
+    var_dir, make_user, settings
+) -> None:
+    from webapp.jobs.models import RunStatus
+    from webapp.runs import supervision
+    from webapp.runs.process import driver_alive
+
+    settings.RUN_START_TIMEOUT_S = 2
+    run = _run(make_user)
+    try:
+        supervision.run_launch(run_id=run.pk)
+        pid = _fresh(run).driver_pid
+        time.sleep(2.5)  # the JVM alone takes longer than this to start
+
+        assert supervision.runs_watch() == [f"run {run.pk}: failed: no first epoch in time"]
+
+        failed = _fresh(run)
+        assert failed.status == RunStatus.FAILED
+        assert failed.failure_reason.startswith(
+            "no epoch finished within 2 s of the driver's start (RUN_START_TIMEOUT_S)")
+        _wait(lambda: not driver_alive(pid, run.pk), timeout=10, what="the driver's end")
+    finally:
+        _kill_driver(_fresh(run))

@@ -1,0 +1,144 @@
+"""A burst of requests on the whole product while a run writes to its Postgres sink: the web
+server holds a bounded number of connections, answers what it cannot take with 503 and
+Retry-After (never 500), and the run's driver and sink keep committing epochs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import threading
+import time
+from collections import Counter
+
+import psycopg2
+import pytest
+
+from tests.webapp.support import run_alone
+from webapp.embedded.credentials import stored_password
+from webapp.embedded.postgres_server import postgres_url
+from webapp.launcher.private_stack import PrivateStack, wait_for
+
+pytestmark = pytest.mark.spark
+
+WEB_WORKERS, WEB_THREADS = 2, 4  # the defaults
+
+
+class ConnectionSampler:
+    """Counts the stack's database connections per application name, every 20 ms."""
+
+    def __init__(self, dsn: str) -> None:
+        self.conn = psycopg2.connect(dsn)
+        self.conn.autocommit = True
+        self.most: Counter[str] = Counter()
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        with self.conn.cursor() as cur:
+            while not self.stopped.is_set():
+                cur.execute("SELECT application_name, count(*) FROM pg_stat_activity "
+                            "WHERE datname = 'streamscale' GROUP BY 1")
+                for name, count in cur.fetchall():
+                    self.most[name] = max(self.most[name], count)
+                time.sleep(0.02)
+
+    def stop(self) -> Counter[str]:
+        self.stopped.set()
+        self.thread.join()
+        return self.most
+
+
+async def _one(port: int, method: str, path: str, headers: dict[str, str], body: bytes = b""):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    writer.write(f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                 f"Content-Length: {len(body)}\r\n{head}\r\n".encode() + body)
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), 60)
+    writer.close()
+    status = int(answer.split(b" ", 2)[1])
+    return status, b"\r\nretry-after: " in answer.lower()
+
+
+async def _burst(port: int, token: str, run_id: int) -> list[tuple[int, bool]]:
+    calls = []
+    for i in range(200):  # unauthenticated: random session cookies, pages and the API
+        cookie = {"Cookie": f"sessionid={secrets.token_hex(16)}"}
+        path = f"/runs/{run_id}/" if i % 2 else f"/api/runs/{run_id}"
+        calls.append(_one(port, "GET", path, cookie))
+    for i in range(30):
+        body = (b'{"kind": "rescale", "operator": "counts", "parallelism": %d, "reason": "burst",'
+                b' "request_id": "burst-%d"}' % (3 if i % 2 else 2, i))
+        calls.append(_one(port, "POST", f"/api/runs/{run_id}/reconfigurations",
+                          {"Authorization": f"Bearer {token}",
+                           "Content-Type": "application/json"}, body))
+    return await asyncio.gather(*calls)
+
+
+def _sink_epoch(dsn: str) -> int:
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT coalesce(max(epoch), -1) FROM streamscale_sink.streamscale_sink_commits"
+        )
+        return cur.fetchone()[0]
+
+
+def test_a_burst_holds_connections_and_the_run_keeps_writing():
+    with PrivateStack() as stack:
+        api = stack.client(username="burst", role="admin")
+        job = next(j for j in api.get("/api/jobs")["jobs"] if j["name"] == "campaign-views")
+        run_id = api.get(f"/api/jobs/{job['id']}/runs")["runs"][0]["id"]
+        server = stack.var_dir / "postgres"
+        dsn = postgres_url(port=int((server / "port").read_text()),
+                           password=stored_password(server / "password"))
+        wait_for(lambda: _sink_epoch(dsn) >= 2 if _has_commits(dsn) else False, timeout=300,
+                 what="the demo run's sink to commit epochs", interval=1.0)
+        before = _sink_epoch(dsn)
+        feed = _live_feed(stack, api.token, run_id)
+        sampler = ConnectionSampler(dsn)
+        answers = run_alone(_burst(stack.port, api.token, run_id))
+        most = sampler.stop()
+        statuses = Counter(status for status, _ in answers)
+        assert 500 not in statuses, statuses
+        # 400/409: a rescale to the parallelism already asked for, or one that conflicts.
+        assert set(statuses) <= {200, 202, 302, 400, 401, 409, 503}, statuses
+        assert all(retry for status, retry in answers if status == 503)
+        # Each worker's request threads' connections, plus the one its websocket side may use.
+        assert most["streamscale-web"] <= WEB_WORKERS * (WEB_THREADS + 1), most
+        wait_for(lambda: _sink_epoch(dsn) >= before + 3, timeout=120,
+                 what="the sink to keep committing after the burst", interval=1.0)
+        run = api.get(f"/api/runs/{run_id}")
+        assert run["status"] == "running" and run["restarts"] == 0, run
+        # The live feed kept delivering epochs through the burst.
+        wait_for(lambda: sum(m.get("type") == "run.epoch" for m in feed.messages) >= 3,
+                 timeout=60, what="three epochs on the live feed", interval=0.5)
+        feed.socket.close()
+
+
+class _Feed:
+    def __init__(self, socket) -> None:
+        self.socket, self.messages = socket, []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        try:
+            for raw in self.socket:
+                self.messages.append(json.loads(raw))
+        except Exception:  # noqa: BLE001 - the socket closes when the test ends
+            return
+
+
+def _live_feed(stack: PrivateStack, token: str, run_id: int) -> _Feed:
+    from websockets.sync.client import connect
+
+    return _Feed(connect(f"ws://127.0.0.1:{stack.port}/ws/runs/{run_id}/",
+                         additional_headers={"Authorization": f"Bearer {token}",
+                                             "Origin": stack.url}))
+
+
+def _has_commits(dsn: str) -> bool:
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute("SELECT to_regclass('streamscale_sink.streamscale_sink_commits') IS NOT NULL")
+        return cur.fetchone()[0]

@@ -1,0 +1,95 @@
+"""A fixed number of request threads for the web server, each with its own lasting connection.
+
+Django's ASGI handler runs every request's sync code (middleware, views) on a thread made for
+that request, so a burst of N requests opens N database connections at once and reconnects for
+each request. `BoundedWorkers` instead hands each HTTP request one of `threads` long-lived
+worker threads: the web server then never holds more than `threads` connections, each kept
+open between requests (`CONN_MAX_AGE`, checked by `CONN_HEALTH_CHECKS`).
+
+A request waits for a free thread in arrival order. When `queue` requests are already waiting,
+or a request has waited `wait_s`, it is answered at once with 503 and `Retry-After` (JSON under
+/api/) instead of piling up: the answer costs no thread and no connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from asgiref.sync import ThreadSensitiveContext
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Asgi = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+RETRY_AFTER_S = 1
+
+
+class BoundedWorkers:
+    """ASGI middleware: HTTP requests run `app` on one of `threads` worker threads."""
+
+    def __init__(self, app: Asgi, *, threads: int, queue: int, wait_s: float) -> None:
+        if threads < 1 or queue < 0 or wait_s <= 0:
+            raise ValueError("threads >= 1, queue >= 0 and wait_s > 0 are required")
+        self.app, self.threads, self.queue, self.wait_s = app, threads, queue, wait_s
+        self._free: asyncio.Queue[ThreadPoolExecutor] | None = None
+        self.waiting = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        executor = await self._checkout()
+        if executor is None:
+            await _busy(scope, send, self.waiting)
+            return
+        try:
+            # Every thread-sensitive call of this request (Django's sync middleware, the view,
+            # the request signals that close stale connections) runs on this one thread.
+            async with ThreadSensitiveContext(executor=executor):
+                await self.app(scope, receive, send)
+        finally:
+            self._pool().put_nowait(executor)
+
+    async def _checkout(self) -> ThreadPoolExecutor | None:
+        """A free worker thread, or None if the queue is full or the wait too long."""
+        free = self._pool()
+        if not free.empty():
+            return free.get_nowait()
+        if self.waiting >= self.queue:
+            return None
+        self.waiting += 1
+        try:
+            return await asyncio.wait_for(free.get(), self.wait_s)
+        except TimeoutError:
+            return None
+        finally:
+            self.waiting -= 1
+
+    def _pool(self) -> asyncio.Queue[ThreadPoolExecutor]:
+        # Made on first use, inside the server's event loop.
+        if self._free is None:
+            self._free = asyncio.Queue()
+            for i in range(self.threads):
+                self._free.put_nowait(
+                    ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"request-{i}"))
+        return self._free
+
+
+async def _busy(scope: Scope, send: Send, waiting: int) -> None:
+    """503 with Retry-After; JSON for the API, plain text for pages. The body is drained by the
+    server; nothing of the request was done."""
+    message = (f"the server is busy ({waiting} requests are waiting); "
+               f"retry in {RETRY_AFTER_S} s")
+    if scope.get("path", "").startswith("/api/"):
+        body, kind = json.dumps({"error": message}).encode(), b"application/json"
+    else:
+        body, kind = message.encode(), b"text/plain; charset=utf-8"
+    await send({"type": "http.response.start", "status": 503, "headers": [
+        (b"content-type", kind), (b"content-length", str(len(body)).encode()),
+        (b"retry-after", str(RETRY_AFTER_S).encode())]})
+    await send({"type": "http.response.body", "body": body})

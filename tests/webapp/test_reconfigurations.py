@@ -365,3 +365,52 @@ def test_the_generator_source_rescales_like_any_operator(operator_client, live_r
     assert response.status_code == 202
     (message,) = _sent(live_run)
     assert message["kind"] == "rescale" and message["operator"] == "events"
+
+
+def test_a_request_behind_a_held_run_lock_is_answered_busy_not_held(
+    operator_client, live_run, monkeypatch
+):
+    """A request that cannot take the run's lock in time answers 503 with Retry-After, records
+    nothing and sends nothing; the web server's thread is not held without bound."""
+    import threading
+
+    from django.db import connections
+
+    from webapp.reconfigurations import services
+
+    monkeypatch.setattr(services, "RUN_LOCK_WAIT_MS", 300)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_the_lock() -> None:
+        from django.db import transaction
+
+        from webapp.jobs.models import Run
+
+        try:
+            with transaction.atomic():
+                Run.objects.select_for_update().get(pk=live_run.pk)
+                holding.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    try:
+        assert holding.wait(30)
+        response = _post(operator_client, live_run, {
+            "kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "burst",
+            "request_id": "behind-the-lock"})
+    finally:
+        release.set()
+        holder.join()
+    assert response.status_code == 503, response.content
+    assert response["Retry-After"]
+    assert "busy" in response.json()["error"]
+    assert not Reconfiguration.objects.filter(request_id="behind-the-lock").exists()
+    assert _sent(live_run) == []
+    # Once the lock is free, the same request goes through.
+    retried = _post(operator_client, live_run, {
+        "kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "burst",
+        "request_id": "behind-the-lock"})
+    assert retried.status_code == 202, retried.content

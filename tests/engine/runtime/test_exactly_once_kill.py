@@ -108,7 +108,9 @@ def test_sigkill_at_random_points_then_restart_is_exactly_once(
             start_new_session=True,
         )
         lines = _lines(proc)
-        assert _wait_for_epoch_line(lines, proc, 120), "no epoch before the kill"
+        # A JVM's start on a loaded 2-core machine can take minutes; what is tested is the
+        # restart, not the start-up time.
+        assert _wait_for_epoch_line(lines, proc, 300), "no epoch before the kill"
         if kills % 3 == 1:
             # Kill while a reconfiguration is being picked up and installed.
             requests.append(

@@ -21,22 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 _SERVICE_FIXTURES = {"service_urls", "db", "transactional_db", "live_server", "django_db_setup"}
 
 
-# Session fixtures that keep a whole product running (its demo run on Spark included) from
-# the first test that uses them until the session ends.
-_STACK_FIXTURES = {"stack", "browser"}
-
-
-@pytest.hookimpl(trylast=True)  # after pytest-django has ordered the tests by database use
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.services)
-    # The tests on a running stack go last, together: it then loads the machine only while
-    # they run, not through every test after the first of them.
-    on_stack = [i for i in items if _STACK_FIXTURES & set(getattr(i, "fixturenames", ()))]
-    if on_stack:
-        rest = [i for i in items if not _STACK_FIXTURES & set(getattr(i, "fixturenames", ()))]
-        items[:] = rest + on_stack
 
 
 @pytest.fixture(scope="session")

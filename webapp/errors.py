@@ -20,9 +20,3 @@ class NotFound(ServiceError):
 
 class Conflict(ServiceError):
     status = 409
-
-
-class Busy(ServiceError):
-    """The resource is taken by requests ahead of this one; the client should retry shortly."""
-
-    status = 503

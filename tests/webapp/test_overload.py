@@ -33,7 +33,9 @@ class ConnectionSampler:
     failure shows which connections they were."""
 
     def __init__(self, dsn: str) -> None:
-        self.conn = psycopg2.connect(dsn)
+        # Named, so that it never counts as one of the stack's (a process that imported the
+        # web app's ASGI module carries the web server's PGAPPNAME).
+        self.conn = psycopg2.connect(dsn, application_name="overload-sampler")
         self.conn.autocommit = True
         self.most: Counter[str] = Counter()
         self.worst: dict[str, list[tuple]] = {}

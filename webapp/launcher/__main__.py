@@ -45,7 +45,9 @@ class LaunchError(Exception):
 
 def _child_env(*, var_dir: Path, services: Services) -> dict[str, str]:
     """Our environment plus the service URLs, so children never start servers of their own."""
-    env = dict(os.environ)
+    # Each child names its own database connections (web, celery, driver); a name inherited
+    # from the caller would label them all alike.
+    env = {k: v for k, v in os.environ.items() if k != "PGAPPNAME"}
     env.update(
         DATABASE_URL=services.database_url,
         REDIS_URL=services.redis_url,

@@ -24,7 +24,8 @@ from typing import Any
 from webapp.config import BASE_DIR
 
 START_TIMEOUT_S = 180.0
-_DROPPED = ("DATABASE_URL", "REDIS_URL", "STREAMSCALE_VAR_DIR", "PORT", "DJANGO_SETTINGS_MODULE")
+_DROPPED = ("DATABASE_URL", "REDIS_URL", "STREAMSCALE_VAR_DIR", "PORT", "DJANGO_SETTINGS_MODULE",
+            "PGAPPNAME")
 
 
 class StackError(Exception):

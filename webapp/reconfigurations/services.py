@@ -12,13 +12,13 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import OperationalError, connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from webapp import engine_gateway
 from webapp.audit.services import audit_record
 from webapp.dependencies import REDIS_DOWN, redis_down
-from webapp.errors import Busy, Conflict, NotFound, ServiceError
+from webapp.errors import Conflict, NotFound, ServiceError
 from webapp.jobs.models import (
     Reconfiguration,
     ReconfigurationKind,
@@ -32,10 +32,6 @@ from webapp.reconfigurations.requests import ReconfigurationRequest, parse_reque
 
 OPEN = (ReconfigurationStatus.REQUESTED, ReconfigurationStatus.PENDING)
 RECONFIGURABLE = (RunStatus.STARTING, RunStatus.RUNNING, RunStatus.RECOVERING)
-# How long a request waits for the requests to the same run ahead of it before it is answered
-# 503 (retry): a burst of requests never holds the web server's threads without bound.
-RUN_LOCK_WAIT_MS = 5000
-LOCK_NOT_AVAILABLE = "55P03"
 
 
 def reconfiguration_request(
@@ -45,7 +41,9 @@ def reconfiguration_request(
     `request_id` returns the first one unchanged)."""
     request = parse_request(body)
     with transaction.atomic():
-        run = _run_locked(run_id)
+        run = Run.objects.select_for_update().select_related("job").filter(pk=run_id).first()
+        if run is None:
+            raise NotFound(f"there is no run {run_id}")
         existing = run.reconfigurations.filter(request_id=request.request_id).first()
         if existing is not None:
             if existing.request != request.as_json():
@@ -62,21 +60,6 @@ def reconfiguration_request(
         run.target_dag = after
         run.save(update_fields=["target_dag"])
     return reconfiguration, True
-
-
-def _run_locked(run_id: int) -> Run:
-    """The run, locked until the transaction ends; waits at most `RUN_LOCK_WAIT_MS`."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL lock_timeout = %s", [f"{RUN_LOCK_WAIT_MS}ms"])
-    try:
-        run = Run.objects.select_for_update().select_related("job").filter(pk=run_id).first()
-    except OperationalError as error:
-        if getattr(error.__cause__, "pgcode", None) != LOCK_NOT_AVAILABLE:
-            raise
-        raise Busy(f"run {run_id} is busy with earlier requests; try again shortly") from error
-    if run is None:
-        raise NotFound(f"there is no run {run_id}")
-    return run
 
 
 def _plan(run: Run, request: ReconfigurationRequest) -> tuple[dict, list[dict[str, str]]]:

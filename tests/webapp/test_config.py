@@ -16,10 +16,10 @@ from webapp.config import ConfigError, load_config, parse_database_url
     ("name", "value"),
     [
         ("DATABASE_URL", "mysql://root@localhost/x"),
-        ("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/"),
+        ("DATABASE_URL", "postgres://postgres@db.invalid:5432/"),
         ("DATABASE_URL", "postgres://postgres@127.0.0.1:notaport/db"),
-        ("REDIS_URL", "http://127.0.0.1:6379/0"),
-        ("REDIS_URL", "redis://127.0.0.1:6379/zero"),
+        ("REDIS_URL", "http://cache.invalid:6379/0"),
+        ("REDIS_URL", "redis://cache.invalid:6379/zero"),
         ("SPARK_MASTER", "yarn"),
         ("SECRET_KEY", "short"),
         ("ALLOWED_HOSTS", " , "),
@@ -48,8 +48,8 @@ def test_defaults_are_the_embedded_setup():
 def test_valid_values_are_taken():
     config = load_config(
         {
-            "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/streamscale",
-            "REDIS_URL": "redis://127.0.0.1:6379/2",
+            "DATABASE_URL": "postgres://postgres@db.invalid:5432/streamscale",
+            "REDIS_URL": "redis://cache.invalid:6379/2",
             "SPARK_MASTER": "spark://127.0.0.1:7077",
             "ALLOWED_HOSTS": "a.example,b.example",
             "DEBUG": "yes",

@@ -23,8 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rescales", type=int, default=20, help="API rescales (control)")
     parser.add_argument("--only", choices=["redis_stream"],
                         help="throughput: measure only this row (Redis stream source)")
-    parser.add_argument("--overload", type=float, default=1.8,
-                        help="rows offered per row one instance processes (autoscale)")
+    parser.add_argument("--overload", type=float, default=1.4,
+                        help="offered over what the job takes at parallelism 1 (autoscale)")
     parser.add_argument("--rate", type=int, help="rows/s offered, instead of --overload")
     parser.add_argument("--max", type=int, default=2, help="autoscaler's max (autoscale)")
     parser.add_argument("--observe-s", type=float, default=300.0,

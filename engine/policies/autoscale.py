@@ -4,12 +4,15 @@ One call decides from a window of epochs measured at the current configuration (
 caller passes only epochs after the last change took effect, once its cooldown passed):
 
 - *up* when the run is behind: a unit (keyed operator or fused region) is congested, or
-  the sources' backlog grew over the window. Every unit whose demanded rate exceeds its
-  capacity gets DS2's ``ceil(demand / per-instance capacity)``, within bounds;
+  the sources' backlog grew over the window. An epoch runs its units in series, so the
+  run keeps up when the sum of their utilisations (plus the epoch's share outside them)
+  is at most 1: every unit gets at least DS2's ``ceil(demand / per-instance capacity)``,
+  then the unit with the largest share one more instance at a time until the sum is at
+  most 1 or the bounds are reached;
 - *down* only when the run is comfortably ahead: nothing congested, no backlog growth,
-  and a unit's demand below ``down_below`` of its capacity. It then gets the fewest
-  instances that keep its demand under ``down_target`` of their capacity, which sits
-  well under the congestion threshold, so a decision down never causes one up;
+  and the run's utilisation under ``down_below``. Units then give up instances, the
+  smallest share first, while the run stays under ``down_target``, which sits well under
+  the congestion threshold, so a decision down never causes one up;
 - otherwise *hold*. Every decision carries the figures that drove it.
 """
 
@@ -75,7 +78,7 @@ def autoscale_decide(
     behind, why = _behind(model, settings)
     if behind:
         return _scale_up(model, settings, limits, fixed or {}, figures, why)
-    return _scale_down(model, settings, figures)
+    return _scale_down(model, settings, fixed or {}, figures)
 
 
 def _behind(model: LoadModel, settings: AutoscaleSettings) -> tuple[bool, str]:
@@ -99,59 +102,127 @@ def _scale_up(
     figures: dict[str, Any],
     why: str,
 ) -> Decision:
-    changes, reasons, notes = {}, {}, []
+    """DS2 over units in series: while the run's utilisation at the proposed instances
+    exceeds 1 (and always for a unit that cannot keep up on its own), one more instance
+    for the unit with the largest share, within bounds."""
+    notes: list[str] = []
+    movable = {}
     for unit in model.units.values():
-        if unit.demand_rate <= unit.capacity:
+        if unit.capacity <= 0:
             continue
-        wanted = unit.needed_instances()
-        bounded = _bounded(wanted, unit.leader, settings, limits)
         if unit.leader in fixed:
-            notes.append(f"{unit.unit_id} needs {wanted} instances but "
-                         f"{unit.leader} {fixed[unit.leader]}")
-        elif bounded > unit.instances:
-            changes[unit.leader] = bounded
-            reasons[unit.leader] = _reason(unit, wanted, bounded, why)
+            if unit.congested:
+                notes.append(f"{unit.unit_id} needs {unit.needed_instances()} instances but "
+                             f"{unit.leader} {fixed[unit.leader]}")
+            continue
+        movable[unit.unit_id] = _bounded(unit.needed_instances(), unit.leader, settings,
+                                         limits, upper_only=True)
+    instances = {u: model.units[u].instances for u in movable}
+    wanted = {u: max(instances[u], n) for u, n in movable.items()}
+    wanted = _grow_until(model, wanted, settings, limits, target=1.0)
+    if wanted == instances and wanted:
+        # Behind while the measured shares add up to less than a second: what is measured
+        # misses part of the work, so the largest share still gets one more instance.
+        growable = [u for u in wanted
+                    if wanted[u] < _upper(model.units[u].leader, settings, limits)]
+        if growable:
+            worst = max(growable, key=lambda u: model.units[u].utilisation)
+            wanted = {**wanted, worst: wanted[worst] + 1}
+    changes, reasons = {}, {}
+    for unit_id, count in wanted.items():
+        unit = model.units[unit_id]
+        if count > unit.instances:
+            changes[unit.leader] = count
+            reasons[unit.leader] = _reason(unit, unit.needed_instances(), count, why, model)
     note = "; ".join(notes) if notes else ("" if changes else f"behind ({why}) but at the bounds")
     return Decision("up" if changes else "hold", changes, reasons, note, figures)
 
 
-def _scale_down(model: LoadModel, settings: AutoscaleSettings, figures: dict[str, Any]) -> Decision:
+def _grow_until(model: LoadModel, wanted: dict[str, int], settings: AutoscaleSettings,
+                limits: Mapping[str, int], target: float) -> dict[str, int]:
+    """One more instance at a time for the movable unit with the largest share, until the
+    run's utilisation at ``wanted`` is at most ``target`` or every unit is at its bound."""
+    while _utilisation_at(model, wanted) > target:
+        growable = [u for u in wanted
+                    if wanted[u] < _upper(model.units[u].leader, settings, limits)]
+        if not growable:
+            break
+        worst = max(growable, key=lambda u: _share_at(model.units[u], wanted[u]))
+        wanted[worst] += 1
+    return wanted
+
+
+def _share_at(unit: UnitLoad, count: int) -> float:
+    """The unit's utilisation at ``count`` instances."""
+    return unit.utilisation * unit.instances / max(count, 1)
+
+
+def _utilisation_at(model: LoadModel, counts: Mapping[str, int]) -> float:
+    """The run's utilisation if the units in ``counts`` had those instances."""
+    return model.overhead_share + sum(
+        _share_at(u, counts.get(u.unit_id, u.instances)) for u in model.units.values())
+
+
+def _scale_down(model: LoadModel, settings: AutoscaleSettings, fixed: Mapping[str, str],
+                figures: dict[str, Any]) -> Decision:
+    """Only when the run's utilisation is under ``down_below``: one instance less at a
+    time for the unit with the smallest share, while the run stays under ``down_target``
+    (well under the congestion threshold, so a step down never causes a step up)."""
+    run = model.run_utilisation
+    if run >= settings.down_below:
+        return Decision("hold", note=f"keeping up (the run's utilisation is {run:.0%})",
+                        figures=figures)
+    counts = {u.unit_id: u.instances for u in model.units.values()
+              if u.capacity > 0 and u.leader not in fixed}
+    while True:
+        shrinkable = [u for u in counts if counts[u] > settings.min_parallelism]
+        if not shrinkable:
+            break
+        best = min(shrinkable, key=lambda u: _share_at(model.units[u], counts[u] - 1))
+        trial = {**counts, best: counts[best] - 1}
+        if _utilisation_at(model, trial) > settings.down_target:
+            break
+        counts = trial
     changes, reasons = {}, {}
-    for unit in model.units.values():
-        if unit.instances <= settings.min_parallelism or unit.capacity <= 0:
-            continue
-        if unit.demand_rate >= settings.down_below * unit.capacity:
-            continue
-        wanted = max(unit.needed_instances(settings.down_target), settings.min_parallelism)
-        if wanted < unit.instances:
-            changes[unit.leader] = wanted
+    for unit_id, count in counts.items():
+        unit = model.units[unit_id]
+        if count < unit.instances:
+            changes[unit.leader] = count
             reasons[unit.leader] = _reason(
-                unit, wanted, wanted,
-                f"demand is {unit.utilisation:.0%} of capacity (below "
-                f"{settings.down_below:.0%}) and no backlog grows")
+                unit, count, count,
+                f"the run's utilisation is {run:.0%} (below {settings.down_below:.0%}) and "
+                "no backlog grows", model)
     return Decision("down" if changes else "hold", changes, reasons,
                     "" if changes else "keeping up", figures)
 
 
-def _bounded(wanted: int, op_id: str, settings: AutoscaleSettings,
-             limits: Mapping[str, int]) -> int:
-    upper = limits.get(op_id, wanted)
+def _upper(op_id: str, settings: AutoscaleSettings, limits: Mapping[str, int]) -> int:
+    upper = limits.get(op_id, 10**6)
     if settings.max_parallelism is not None:
         upper = min(upper, settings.max_parallelism)
-    return max(min(wanted, upper), min(settings.min_parallelism, upper))
+    return upper
 
 
-def _reason(unit: UnitLoad, wanted: int, bounded: int, why: str) -> str:
-    bound = "" if bounded == wanted else f" (DS2 said {wanted}; kept within bounds)"
+def _bounded(wanted: int, op_id: str, settings: AutoscaleSettings,
+             limits: Mapping[str, int], upper_only: bool = False) -> int:
+    upper = min(_upper(op_id, settings, limits), max(wanted, 1))
+    return upper if upper_only else max(upper, min(settings.min_parallelism, upper))
+
+
+def _reason(unit: UnitLoad, wanted: int, bounded: int, why: str, model: LoadModel) -> str:
+    bound = "" if bounded >= wanted else f" (DS2 said {wanted}; kept within bounds)"
     return (f"autoscaler (DS2): {unit.leader} {unit.instances} -> {bounded} instances for "
             f"{unit.demand_rate:.0f} rows/s demanded at {unit.capacity_per_instance:.0f} "
-            f"rows/s per instance{bound}; {why}")
+            f"rows/s per instance{bound}; the run's stages in series need "
+            f"{model.run_utilisation:.2f} s per second; {why}")
 
 
 def _figures(model: LoadModel) -> dict[str, Any]:
     """What drove the decision: every unit's demand against capacity, every source's trend."""
     return {"units": {u: load.to_dict() for u, load in model.units.items()},
-            "sources": {s: trend.to_dict() for s, trend in model.sources.items()}}
+            "sources": {s: trend.to_dict() for s, trend in model.sources.items()},
+            "run_utilisation": round(model.run_utilisation, 3),
+            "overhead_share": round(model.overhead_share, 3)}
 
 
 def parallelism_limits(graph: JobGraph) -> tuple[dict[str, int], dict[str, str]]:

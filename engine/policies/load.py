@@ -9,7 +9,12 @@ stages' tasks). Over a window of epochs:
 - the target is carried downstream by each operator's measured selectivity, giving every
   operator's demanded input rate;
 - a unit's capacity is DS2's true rate: rows per *busy* second of one instance, times its
-  instances; it is congested when its demanded rate exceeds ``threshold`` x capacity;
+  instances; its utilisation is demanded rate over capacity;
+- an epoch runs its units one after another (a stage waits for the shuffle before it), so
+  the run needs the *sum* of its units' utilisations, plus the share of the epoch no unit
+  accounts for (driver, scheduling), of every second: the run's utilisation. A unit is
+  congested when its own utilisation passes ``threshold``, or when the run's does and the
+  unit takes the largest share of it (the bottleneck of the chain);
 - ETP follows (Stela) with the sinks' shares taken from their demanded rates.
 
 Input is the per-epoch metrics the runtime publishes (``engine.runtime.metrics``).
@@ -19,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.dag.model import JobGraph
@@ -98,6 +103,13 @@ class LoadModel:
     units: dict[str, UnitLoad]
     sources: dict[str, SourceTrend]
     etp: dict[str, float]
+    overhead_share: float = 0.0
+
+    @property
+    def run_utilisation(self) -> float:
+        """Seconds of work the demanded load takes per second of wall time: the units'
+        utilisations (they run in series) plus the share no unit accounts for."""
+        return sum(u.utilisation for u in self.units.values()) + self.overhead_share
 
     def congested_units(self) -> list[UnitLoad]:
         """Congested units, most overloaded first."""
@@ -128,6 +140,11 @@ def load_model(
         congested = capacity > 0 and demand > threshold * capacity
         units[unit_id] = UnitLoad(unit_id, tuple(unit["operators"]), unit["leader"],
                                   unit["instances"], demand, per_instance, congested)
+    overhead = overhead_share(epochs, units)
+    if units and sum(u.utilisation for u in units.values()) + overhead > threshold:
+        worst = max(units.values(), key=lambda u: u.utilisation)
+        if worst.capacity > 0:
+            units[worst.unit_id] = replace(worst, congested=True)
     blocked = [op for u in units.values() if u.congested for op in u.operators]
     # Windows emit in bursts: when no sink is due output in the window, each counts alike.
     silent = all(demand_out[s] <= 0 for s in graph.sinks())
@@ -135,7 +152,24 @@ def load_model(
                                1.0 if silent and op in graph.sinks() else demand_out[op])
              for op in graph.operator_ids()}
     etp = compute_etp(graph, rates, threshold, congested=blocked).etp
-    return LoadModel(demand_in, demand_out, units, sources, etp)
+    return LoadModel(demand_in, demand_out, units, sources, etp, overhead)
+
+
+def overhead_share(epochs: Sequence[Epoch], units: Mapping[str, UnitLoad]) -> float:
+    """The share of wall time the epochs spent outside every unit's measured work: each
+    epoch's duration less its units' stage times (a stage takes as long as its busiest
+    instance), over the wall time between epoch starts."""
+    spent, wall = 0.0, 0.0
+    for epoch in epochs:
+        batch = epoch.get("batch_duration_ms") or 0.0
+        staged = 0.0
+        for unit_id in units:
+            found = (epoch.get("regions") or {}).get(unit_id) or epoch["operators"].get(unit_id)
+            if found is not None and found.get("busy_ms"):
+                staged += max(found["busy_ms"])
+        spent += max(0.0, batch - staged)
+        wall += max(epoch.get("interval_ms") or batch, 1.0)
+    return spent / wall if wall > 0 else 0.0
 
 
 def source_trend(epochs: Sequence[Epoch], source: str, drain_s: float) -> SourceTrend:

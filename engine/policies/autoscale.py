@@ -88,7 +88,9 @@ def _behind(model: LoadModel, settings: AutoscaleSettings) -> tuple[bool, str]:
         return True, (f"{worst.unit_id} is congested: {worst.demand_rate:.0f} rows/s demanded "
                       f"against {worst.capacity:.0f} rows/s capacity")
     for source, trend in model.sources.items():
-        if trend.backlog > 0 and trend.growth_per_s > settings.growth_noise * trend.offered_rate:
+        if trend.in_flight:
+            continue  # rows that arrived while the last epoch ran: not behind
+        if trend.growth_per_s > settings.growth_noise * trend.offered_rate:
             return True, (f"the backlog of {source} grows by {trend.growth_per_s:.0f} rows/s "
                           f"({trend.backlog} rows waiting)")
     return False, ""

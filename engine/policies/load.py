@@ -85,6 +85,12 @@ class SourceTrend:
     backlog: int
     growth_per_s: float
     target_rate: float
+    epoch_offered: float = 0.0  # rows offered per epoch: what arrives while one runs
+
+    @property
+    def in_flight(self) -> bool:
+        """The backlog is no more than what arrives during one epoch: the run keeps up."""
+        return self.backlog <= self.epoch_offered
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -182,7 +188,7 @@ def source_trend(epochs: Sequence[Epoch], source: str, drain_s: float) -> Source
     figures = [f for f in found if f is not None]
     if len(figures) < len(found):
         rate = rows / seconds
-        return SourceTrend(rate, rate, 0, 0.0, rate)
+        return SourceTrend(rate, rate, 0, 0.0, rate, rows / len(epochs))
     offered = sum(f["offered"] for f in figures) / seconds
     consumed = sum(f["consumed"] for f in figures) / seconds
     backlog = int(figures[-1]["backlog"])
@@ -191,7 +197,8 @@ def source_trend(epochs: Sequence[Epoch], source: str, drain_s: float) -> Source
     target = offered + backlog / max(drain_s, 1e-3)
     if figures[-1].get("unit", "rows") != "rows":
         target = rows / seconds * (target / consumed) if consumed > 0 else rows / seconds
-    return SourceTrend(offered, consumed, backlog, growth, target)
+    epoch_offered = sum(f["offered"] for f in figures) / len(figures)
+    return SourceTrend(offered, consumed, backlog, growth, target, epoch_offered)
 
 
 def _carry(

@@ -34,6 +34,10 @@ from engine.runtime.window_spec import WINDOW_END, parse_window_spec
 SOURCE_TAG = "__source"
 
 
+# Sources read from an outside system: read once per epoch, kept for the epoch's other jobs.
+BROKER_SOURCES = frozenset({"source.redis_stream"})
+
+
 @dataclass
 class EpochResult:
     """What one epoch did, for metrics and the epoch log."""
@@ -98,6 +102,11 @@ class EpochPipeline:
             rows = self.source_frames.get(op_id)
             if rows is None:
                 rows = _source_rows(batch, op_id)
+            if op.type in BROKER_SOURCES:
+                # Several of the epoch's Spark jobs read the source; a broker is read once,
+                # the rows are kept on the executors for the epoch.
+                rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+                self._cached.append(rows)
             rows = self._observe(op_id, rows)
             if DEAD_LETTER in rows.columns:  # counted by the observation, not passed on
                 rows = rows.where(F.col(DEAD_LETTER).isNull()).drop(DEAD_LETTER)

@@ -21,11 +21,14 @@ from engine.runtime.errors import StreamRuntimeError
 
 T = TypeVar("T")
 Offset = dict[str, Any]
-READ_CHUNK = 2000
-LAG_EXACT_LIMIT = 1_000_000
+READ_CHUNK = 10_000
 # Entries one script call walks: Redis runs scripts alone, so a call must stay short
 # (about a millisecond per thousand entries) for the other clients of a shared server.
 _COUNT_CHUNK = 10_000
+# The lag is counted exactly (one script call) up to this many entries; beyond, it is the
+# stream's length less the entries before the offset (exact unless the stream was trimmed
+# since), so a lag of millions costs one call per epoch, not hundreds.
+LAG_EXACT_LIMIT = _COUNT_CHUNK
 # Counts up to ARGV[2] entries after ARGV[1] and returns (count, last id) without sending
 # the entries themselves back to the driver.
 _ADVANCE_LUA = """

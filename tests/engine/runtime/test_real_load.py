@@ -93,10 +93,17 @@ def test_a_run_that_falls_behind_is_flagged_on_its_bottleneck_and_scaled_up(spar
     assert all(e["sources"]["events"]["consumed"] <= 30_000 for e in epochs)  # the cap holds
     flagged = [e for e in epochs if e["operators"]["counts"]["congested"]]
     assert flagged and flagged[0]["epoch"] <= 4
-    assert flagged[0]["operators"]["counts"]["demand_rate"] > 1.2 * (
-        flagged[0]["operators"]["counts"]["processing_rate"])
-    assert flagged[0]["operators"]["counts"]["etp"] == 1.0  # the sink is reachable from it
-    assert flagged[0]["operators"]["events"]["etp"] == 0.0  # everything passes the bottleneck
+    first = flagged[0]
+    assert first["bottleneck"] == "counts"
+    # Flagged on its own (demand over 1.2x capacity) or as the largest share of a run whose
+    # stages in series need more than 1.2 s per second: either way no unit takes more.
+    share = first["operators"]["counts"]["demand_rate"] / first["operators"]["counts"][
+        "processing_rate"]
+    for region in first["regions"].values():
+        if region.get("processing_rate"):
+            assert share >= region["demand_rate"] / region["processing_rate"]
+    assert first["operators"]["counts"]["etp"] == 1.0  # the sink is reachable from it
+    assert first["operators"]["events"]["etp"] == 0.0  # everything passes the bottleneck
     assert decisions and decisions[0]["action"] == "up"
     assert decisions[0]["changes"]["counts"] == 2  # DS2 asks more; the bound is 2
     assert decisions[0]["figures"]["units"]["counts"]["congested"]

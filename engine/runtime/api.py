@@ -1,7 +1,7 @@
 """The engine's runtime API, as the control plane calls it.
 
 >>> run = start_run(job_document, checkpoint="var/runs/42", publisher=p, recorder=r,
-...                 control_url="redis://127.0.0.1:6379/0", run_id="42")
+...                 control_url=settings_redis_url, run_id="42")
 >>> request_reconfiguration(run.channel, kind="rescale", operator="counts", parallelism=6)
 >>> run.wait()            # or stop_run(run)
 """

@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m engine produce",
                      description="Write the generator's events into a Redis stream.")
     parser.add_argument("url", metavar="REDIS_URL",
-                        help="e.g. redis://127.0.0.1:6379/0, or env:NAME for the URL in "
+                        help="e.g. redis://HOST:PORT/0, or env:NAME for the URL in "
                              "environment variable NAME (keeps a password out of the process list)")
     parser.add_argument("--stream", required=True, help="the stream key")
     parser.add_argument("--keys", type=_positive(int), default=1000,

@@ -16,15 +16,20 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from webapp.bounded import BoundedWorkers  # noqa: E402
+from webapp.bounded import BoundedWorkers, connect_thread  # noqa: E402
 from webapp.live.auth import BearerTokenWebsocketMiddleware  # noqa: E402
 from webapp.live.routing import websocket_urlpatterns  # noqa: E402
+
+# Each request thread keeps one database connection across requests (webapp.bounded). The
+# launcher's server opens them as it starts; elsewhere (the tests' servers, whose database
+# is chosen after this module loads) each thread's first request does.
+_connect = connect_thread if os.environ.get("STREAMSCALE_WEB_CONNECT_AT_START") == "1" else None
 
 application = ProtocolTypeRouter(
     {
         "http": ASGIStaticFilesHandler(BoundedWorkers(
             django_asgi, threads=settings.WEB_THREADS, queue=settings.WEB_QUEUE,
-            wait_s=settings.WEB_QUEUE_WAIT_S)),
+            wait_s=settings.WEB_QUEUE_WAIT_S, connect=_connect)),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(BearerTokenWebsocketMiddleware(URLRouter(websocket_urlpatterns)))
         ),

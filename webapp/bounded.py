@@ -5,6 +5,8 @@ that request, so a burst of N requests opens N database connections at once and 
 each request. `BoundedWorkers` instead hands each HTTP request one of `threads` long-lived
 worker threads: the web server then never holds more than `threads` connections, each kept
 open between requests (`CONN_MAX_AGE`, checked by `CONN_HEALTH_CHECKS`).
+`BoundedWorkers(connect=connect_thread)` opens them as the server starts, so that no request
+waits for one to be made.
 
 A request waits for a free thread in arrival order. When `queue` requests are already waiting,
 or a request has waited `wait_s`, it is answered at once with 503 and `Retry-After` (JSON under
@@ -29,13 +31,37 @@ Asgi = Callable[[Scope, Receive, Send], Awaitable[None]]
 RETRY_AFTER_S = 1
 
 
+def connect_thread() -> None:
+    """Opens this worker thread's connection now rather than at its first request; a
+    failure is left to that request, which reconnects and reports it."""
+    from django.db import DatabaseError, connection
+
+    try:
+        connection.ensure_connection()
+    except DatabaseError:
+        pass
+
+
+def _close_thread_connection() -> None:
+    from django.db import connection
+
+    connection.close()
+
+
 class BoundedWorkers:
     """ASGI middleware: HTTP requests run `app` on one of `threads` worker threads."""
 
-    def __init__(self, app: Asgi, *, threads: int, queue: int, wait_s: float) -> None:
+    def __init__(self, app: Asgi, *, threads: int, queue: int, wait_s: float,
+                 connect: Callable[[], None] | None = None) -> None:
+        """``connect``, if given, runs once on every worker thread as the server starts
+        (``connect_thread``: no request then waits for a connection to be made)."""
         if threads < 1 or queue < 0 or wait_s <= 0:
             raise ValueError("threads >= 1, queue >= 0 and wait_s > 0 are required")
         self.app, self.threads, self.queue, self.wait_s = app, threads, queue, wait_s
+        self._executors = [
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"request-{i}")
+            for i in range(threads)]
+        self.connecting = [e.submit(connect) for e in self._executors] if connect else []
         self._free: asyncio.Queue[ThreadPoolExecutor] | None = None
         self.waiting = 0
 
@@ -70,13 +96,18 @@ class BoundedWorkers:
         finally:
             self.waiting -= 1
 
+    def shutdown(self) -> None:
+        """Closes the worker threads' connections and ends the threads."""
+        for executor in self._executors:
+            executor.submit(_close_thread_connection).result()
+            executor.shutdown()
+
     def _pool(self) -> asyncio.Queue[ThreadPoolExecutor]:
         # Made on first use, inside the server's event loop.
         if self._free is None:
             self._free = asyncio.Queue()
-            for i in range(self.threads):
-                self._free.put_nowait(
-                    ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"request-{i}"))
+            for executor in self._executors:
+                self._free.put_nowait(executor)
         return self._free
 
 

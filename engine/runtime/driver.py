@@ -25,6 +25,7 @@ from engine.dag import JobGraph, state_kind_of
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
 from engine.runtime.broker.lag import broker_lags, broker_report
 from engine.runtime.control import ControlChannel, MemoryControlChannel
+from engine.runtime.epoch_clock import POLL_MS, Waker
 from engine.runtime.epoch_log import EpochLog
 from engine.runtime.listener import ControlListener, Rejection
 from engine.runtime.logic_check import KEYED_SPECS, logic_checker
@@ -43,7 +44,7 @@ from engine.runtime.source_load import (
     source_figures,
 )
 from engine.runtime.state import StoreSpec, open_store
-from engine.runtime.streams import clock_source_rows, job_stream
+from engine.runtime.streams import clock_source_rows, job_stream, paced_by_clock
 
 STOP_MARK = "streamscale-stop-requested"
 WORKER_START_TIMEOUT = "Python worker failed to connect back"
@@ -132,6 +133,8 @@ class JobRun:
         self._stopping = False
         self._in_epoch = False
         self._refused_epoch: int | None = None
+        # A command picked up between epochs starts the next one at once (epoch_clock).
+        self._waker = Waker(os.path.join(options.checkpoint, "epoch-clock-wake"))
         # Acks and metrics leave through queues, off the epoch's path (retried there).
         self.deliveries = RunDeliveries(self.run_id, self.channel, publisher, recorder)
 
@@ -141,16 +144,22 @@ class JobRun:
         """Starts the control listener and the streaming query."""
         latest = self.log.latest_plan(before=2**62)
         cursor = latest[1].get("cursor") if latest else None
-        self._listener = ControlListener(self.channel, cursor, self._reject_malformed)
+        self._listener = ControlListener(self.channel, cursor, self._reject_malformed,
+                                         on_command=self._waker.wake)
         self._listener.start()
         self._start_query()
         self.status = "running"
 
     def _start_query(self) -> None:
-        stream = job_stream(self.spark, self.graph)
-        trigger_ms = (
+        interval_ms = (
             self.options.epoch_ms if self.options.trigger_ms is None else (self.options.trigger_ms)
         )
+        # A run whose sources are all clock sources is paced by the epoch clock, which a
+        # command wakes; any other by Spark's trigger.
+        paced = paced_by_clock(self.graph) and interval_ms > 0
+        stream = job_stream(self.spark, self.graph, interval_ms=interval_ms if paced else 0,
+                            wake=self._waker.path)
+        trigger_ms = POLL_MS if paced else interval_ms
         self._query = (
             stream.writeStream.foreachBatch(self._on_batch)
             .option("checkpointLocation", os.path.join(self.options.checkpoint, "spark"))

@@ -27,7 +27,8 @@ Rejection = tuple[str, dict[str, str], str, float]
 
 
 class ControlListener:
-    """Reads ``channel`` after ``cursor`` into a pending list until stopped."""
+    """Reads ``channel`` after ``cursor`` into a pending list until stopped; ``on_command``
+    is told of each command taken (the driver starts the next epoch at once)."""
 
     def __init__(
         self,
@@ -35,10 +36,12 @@ class ControlListener:
         cursor: str | None,
         on_malformed: Callable[[Rejection], None],
         block_ms: int = 100,
+        on_command: Callable[[], None] | None = None,
     ) -> None:
         self._channel = channel
         self._cursor = cursor
         self._on_malformed = on_malformed
+        self._on_command = on_command
         self._block_ms = block_ms
         self._pending: list[Command] = []
         self._lock = threading.Lock()
@@ -94,3 +97,8 @@ class ControlListener:
             return
         with self._lock:
             self._pending.append(command)
+        if self._on_command is not None:
+            try:
+                self._on_command()
+            except Exception as exc:  # noqa: BLE001  # the command waits for the next epoch
+                log.warning("could not start an epoch for control message %s: %s", cursor, exc)

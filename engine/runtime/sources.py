@@ -3,8 +3,8 @@
 The generator and the rate source are clock sources: the epoch's logged plan fixes the
 range of row ids it takes (``engine.runtime.source_load``), and every column derives from
 (seed, row id) with Spark SQL hash functions, so replaying an epoch regenerates identical
-rows, which the exactly-once guarantee relies on. A ``rate-micro-batch`` stream of one row
-per batch is the epoch clock. Directories are read by Spark's file source.
+rows, which the exactly-once guarantee relies on; ``engine.runtime.epoch_clock`` starts
+their epochs. Directories are read by Spark's file source.
 """
 
 from __future__ import annotations
@@ -137,18 +137,6 @@ def read_generator(spark: SparkSession, spec: GeneratorSpec, rows_per_batch: int
         .load()
     )
     return raw.select(*generator_columns(spec))
-
-
-def read_ticks(spark: SparkSession) -> DataFrame:
-    """One row per micro-batch: the epoch clock of runs whose sources are planned per epoch
-    (the rows themselves come from ``generator_rows`` and ``rate_rows``)."""
-    return (
-        spark.readStream.format("rate-micro-batch")
-        .option("rowsPerBatch", 1)
-        .option("numPartitions", 1)
-        .load()
-        .select(F.col("value").alias("__tick"))
-    )
 
 
 def read_files(spark: SparkSession, params: Mapping[str, Any]) -> DataFrame:

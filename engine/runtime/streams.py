@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 
 from engine.dag import JobGraph
 from engine.runtime.broker.redis_stream import read_redis_stream
+from engine.runtime.epoch_clock import read_epoch_clock
 from engine.runtime.errors import UnsupportedJobError
 from engine.runtime.pipeline import SOURCE_TAG
 from engine.runtime.source_load import CLOCK_SOURCES
@@ -18,7 +19,6 @@ from engine.runtime.sources import (
     generator_rows,
     rate_rows,
     read_files,
-    read_ticks,
 )
 
 
@@ -37,16 +37,23 @@ def source_stream(spark: SparkSession, graph: JobGraph, op_id: str) -> DataFrame
     raise UnsupportedJobError(f"source {op_id!r}: type {op.type!r} is not supported")
 
 
-def job_stream(spark: SparkSession, graph: JobGraph) -> DataFrame:
+def paced_by_clock(graph: JobGraph) -> bool:
+    """Whether the epoch clock alone starts the run's epochs: every source is a clock
+    source (otherwise Spark's trigger paces the sources it reads)."""
+    return bool(graph.sources()) and len(clock_sources(graph)) == len(graph.sources())
+
+
+def job_stream(spark: SparkSession, graph: JobGraph, *, interval_ms: int = 0,
+               wake: str = "") -> DataFrame:
     """The run's one stream: Spark-read sources, plus the epoch clock when the graph has
-    clock sources; with several parts, rows carry their source's id in a tag column so
-    one micro-batch (one epoch) covers every source."""
+    clock sources (``interval_ms`` and ``wake``: ``engine.runtime.epoch_clock``); with
+    several parts, rows carry their source's id in a tag column so one micro-batch (one
+    epoch) covers every source."""
     read = [s for s in graph.sources() if s not in clock_sources(graph)]
     if not clock_sources(graph) and len(read) == 1:
         return source_stream(spark, graph, read[0])
-    frames = [read_ticks(spark).withColumn(SOURCE_TAG, F.lit(None).cast("string"))] if (
-        clock_sources(graph)
-    ) else []
+    frames = [read_epoch_clock(spark, interval_ms=interval_ms, wake=wake).withColumn(
+        SOURCE_TAG, F.lit(None).cast("string"))] if clock_sources(graph) else []
     frames += [source_stream(spark, graph, s).withColumn(SOURCE_TAG, F.lit(s)) for s in read]
     combined = frames[0]
     for other in frames[1:]:

@@ -102,3 +102,91 @@ def test_websockets_pass_through_unbounded():
 def test_nonsense_bounds_are_refused():
     with pytest.raises(ValueError, match="threads"):
         BoundedWorkers(lambda *a: None, threads=0, queue=1, wait_s=1)
+
+
+def _backend_pids(workers: BoundedWorkers, requests: int) -> list[int]:
+    """The Postgres backend that served each of ``requests`` sequential API requests."""
+    from django.core.signals import request_finished
+    from django.db import connection
+
+    pids: list[int] = []
+
+    def note(**_):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            pids.append(cursor.fetchone()[0])
+
+    async def go():
+        for _ in range(requests):
+            # A task per request, as the server makes one per connection: a fresh context.
+            status, _, _ = await asyncio.create_task(
+                _request_with(workers, "/api/jobs", b"Bearer not-a-token"))
+            assert status == 401
+
+    request_finished.connect(note, weak=False)
+    try:
+        run_alone(go())
+    finally:
+        request_finished.disconnect(note)
+        workers.shutdown()
+    return pids
+
+
+async def _request_with(app, path: str, authorization: bytes) -> tuple[int, dict, bytes]:
+    answer: dict = {}
+    sent = False
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            answer["status"] = message["status"]
+        elif message["type"] == "http.response.body":
+            answer["body"] = answer.get("body", b"") + message.get("body", b"")
+
+    async def receive():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.sleep(3600)  # the client stays connected
+
+    scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(),
+             "query_string": b"", "root_path": "", "scheme": "http", "http_version": "1.1",
+             "headers": [(b"authorization", authorization), (b"host", b"localhost")],
+             "server": ("localhost", 80), "client": ("127.0.0.1", 5000)}
+    await app(scope, receive, send)
+    return answer["status"], {}, answer.get("body", b"")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_thread_keeps_one_database_connection_across_requests():
+    from webapp.asgi import django_asgi
+
+    pids = _backend_pids(BoundedWorkers(django_asgi, threads=1, queue=4, wait_s=5), 3)
+    assert len(pids) == 3 and len(set(pids)) == 1, pids
+
+
+@pytest.mark.django_db(transaction=True)
+def test_connect_opens_each_thread_connection_before_any_request_and_requests_use_it():
+    from django.db import connection
+
+    from webapp.asgi import django_asgi
+    from webapp.bounded import connect_thread
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        before = cursor.fetchone()[0]
+    workers = BoundedWorkers(django_asgi, threads=2, queue=4, wait_s=5, connect=connect_thread)
+    try:
+        for future in workers.connecting:
+            future.result(timeout=10)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+            assert cursor.fetchone()[0] == before + 2
+            cursor.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+            opened = {row[0] for row in cursor.fetchall()}
+    except BaseException:
+        workers.shutdown()
+        raise
+    assert set(_backend_pids(workers, 4)) <= opened

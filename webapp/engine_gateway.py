@@ -88,6 +88,27 @@ def dag_limits(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
+def dag_headroom(document: dict[str, Any]) -> dict[str, int]:
+    """How many instances the ETP policy may add (up to each operator's limit) and remove
+    (down to 1 each) in one request, over the operators whose parallelism may change."""
+    limits = dag_limits(document)
+    parallelism = dag_parallelism(document)
+    movable = [op for op, lim in limits.items()
+               if not lim["pinned_reason"] and not lim["fixed_reason"]]
+    return {"add": sum(max(0, limits[op]["max"] - parallelism[op]) for op in movable),
+            "remove": sum(max(0, parallelism[op] - 1) for op in movable)}
+
+
+def _check_headroom(document: dict[str, Any], instances: Any, direction: str) -> None:
+    if not isinstance(instances, int) or isinstance(instances, bool):
+        return  # _graph_and_rates names the problem
+    room = dag_headroom(document)[direction]
+    if instances > room:
+        verb = "added" if direction == "add" else "removed"
+        raise _problem("field instances", f"at most {room} instance(s) can be {verb} now "
+                                          f"(asked for {instances})")
+
+
 def plan_rescale(document: dict[str, Any], *, operator: Any, parallelism: Any) -> dict[str, Any]:
     """The document with `operator` at `parallelism`, or a ServiceError naming the limit."""
     graph = parse_job_graph(document)
@@ -114,8 +135,9 @@ def plan_scale_out_instances(
     document: dict[str, Any], *, rates: dict[str, Any], instances: Any
 ) -> dict[str, Any]:
     """Stela scale-out: `instances` new instances placed by ETP on congested operators."""
+    _check_headroom(document, instances, "add")
     graph, parsed = _graph_and_rates(document, rates, instances)
-    result = plan_scale_out(graph, parsed, instances)
+    result = plan_scale_out(graph, parsed, instances, fixed=_fixed(graph))
     if not result.steps:
         raise _problem("field instances", "no operator that may take another instance is congested")
     return _with_parallelism(graph, result.parallelism)
@@ -125,8 +147,9 @@ def plan_scale_in_by_instances(
     document: dict[str, Any], *, rates: dict[str, Any], instances: Any
 ) -> dict[str, Any]:
     """Remove `instances` instances from the operators of lowest ETP."""
+    _check_headroom(document, instances, "remove")
     graph, parsed = _graph_and_rates(document, rates, instances)
-    result = plan_scale_in_instances(graph, parsed, instances)
+    result = plan_scale_in_instances(graph, parsed, instances, fixed=_fixed(graph))
     if not result.steps:
         raise _problem("field instances", "every operator already runs a single instance")
     return _with_parallelism(graph, result.parallelism)
@@ -289,6 +312,13 @@ def _numbered(commands: list[dict[str, str]], request_id: str) -> list[dict[str,
     return [dict(c, request_id=f"{request_id}.{i + 1}") for i, c in enumerate(commands)]
 
 
+def _fixed(graph: JobGraph) -> set[str]:
+    """Operators whose parallelism a running job cannot change (the engine refuses them)."""
+    from engine.policies.autoscale import parallelism_limits
+
+    return set(parallelism_limits(graph)[1])
+
+
 def _graph_and_rates(document, rates, instances):
     if not isinstance(instances, int) or isinstance(instances, bool) or instances < 1:
         raise _problem("field instances", "must be a whole number of at least 1")
@@ -325,7 +355,7 @@ def _is_keyed(graph: JobGraph, op_id: str) -> bool:
 
 
 def _problem(where: str, message: str) -> ServiceError:
-    return ServiceError(f"{where} {message}", problems=[{"where": where, "message": message}])
+    return ServiceError(f"{where}: {message}", problems=[{"where": where, "message": message}])
 
 
 def run_driver(
@@ -364,6 +394,13 @@ def run_driver(
             return "suspended", ""
 
 
+def document_limits() -> dict[str, int]:
+    """The bounds of a document's own fields, for the editor to show."""
+    from engine.dag.document import MAX_KEY_GROUPS, MAX_NAME_LENGTH
+
+    return {"name": MAX_NAME_LENGTH, "key_groups": MAX_KEY_GROUPS}
+
+
 def operator_catalog() -> list[dict[str, Any]]:
     """The operator types with their param schemas, for the editor's palette and forms."""
     from engine.dag import OPERATOR_TYPES
@@ -373,7 +410,8 @@ def operator_catalog() -> list[dict[str, Any]]:
             "type": t.name, "role": t.role, "state_kind": t.state_kind,
             "selectivity": t.selectivity, "inputs": t.inputs, "doc": t.doc,
             "params": [{"name": p.name, "kind": p.kind, "required": p.required,
-                        "default": p.default, "doc": p.doc} for p in t.params],
+                        "default": p.default, "doc": p.doc, "maximum": p.maximum}
+                       for p in t.params],
         }
         for t in OPERATOR_TYPES.values()
     ]

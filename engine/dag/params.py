@@ -62,10 +62,25 @@ def param_problems(op: Operator, op_type: OperatorType) -> list[Problem]:
 
 
 def _value_problem(spec: ParamSpec, value: Any) -> str | None:
-    problem = _CHECKS[spec.kind](value)
-    if problem is None and spec.maximum is not None and abs(value) > spec.maximum:
-        return f"must be at most {spec.maximum:g} in size, got {value!r}"
-    return problem
+    # The param's own bound first: it is the one to name, not the type's wider one.
+    if spec.maximum is not None and _is_number(value) and abs(value) > spec.maximum:
+        bound = _bound_text(spec.maximum)
+        if spec.kind == "int":
+            return f"must be from -{bound} to {bound}, got {value!r}"
+        return f"must be at most {bound}, got {value!r}"
+    return _CHECKS[spec.kind](value)
+
+
+def _is_number(value: Any) -> bool:
+    """A finite int or float (inf and nan get the type's own message)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, int) or math.isfinite(value)
+
+
+def _bound_text(bound: float) -> str:
+    """10000000 -> "10,000,000"; 0.5 -> "0.5"."""
+    return f"{int(bound):,}" if float(bound).is_integer() else f"{bound:g}"
 
 
 def _is_int(value: Any) -> bool:

@@ -8,6 +8,7 @@ among those running more than one, ties going to the smaller load per instance
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from engine.dag import JobGraph
@@ -24,14 +25,16 @@ class ScaleInInstancesResult:
 
 
 def plan_scale_in_instances(graph: JobGraph, rates: RatesView, instances: int,
-                            threshold: float = DEFAULT_THRESHOLD) -> ScaleInInstancesResult:
-    """Remove up to ``instances`` instances; stops early when every operator runs one."""
+                            threshold: float = DEFAULT_THRESHOLD,
+                            fixed: Collection[str] = ()) -> ScaleInInstancesResult:
+    """Remove up to ``instances`` instances; stops early when every operator runs one.
+    ``fixed``: operators whose parallelism cannot change, which never lose one."""
     parallelism = {op.id: op.parallelism for op in graph.operators}
     etp = compute_etp(graph, rates, threshold).etp
     order = {op.id: index for index, op in enumerate(graph.operators)}
     steps: list[str] = []
     for _ in range(max(0, instances)):
-        candidates = [op_id for op_id, p in parallelism.items() if p > 1]
+        candidates = [op_id for op_id, p in parallelism.items() if p > 1 and op_id not in fixed]
         if not candidates:
             break
         chosen = min(candidates, key=lambda op_id: (

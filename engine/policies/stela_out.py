@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from engine.dag.model import JobGraph
@@ -24,18 +25,22 @@ class ScaleOutResult:
 
 
 def plan_scale_out(graph: JobGraph, rates: RatesView, instances: int,
-                   threshold: float = DEFAULT_THRESHOLD) -> ScaleOutResult:
+                   threshold: float = DEFAULT_THRESHOLD,
+                   fixed: Collection[str] = ()) -> ScaleOutResult:
     """Give up to ``instances`` new instances, each to the congested operator of highest ETP.
 
     Ties go to the larger overflow (``in - processing``), then to the operator that comes
     first in the document. After each step the chosen operator's processing and output
     rates are projected by ``(p+1)/p`` and ETP is recomputed. Stops early when no
     operator that may take another instance (pinned: 1, others: key_groups) is congested.
+    ``fixed``: operators whose parallelism cannot change (a running job's sinks), which
+    never get an instance.
     """
     if instances < 0:
         raise PolicyError([Problem("scale-out", f"instances must be >= 0, got {instances}")])
     parallelism = {op.id: op.parallelism for op in graph.operators}
-    limits = {op.id: max_parallelism(graph, op) for op in graph.operators}
+    limits = {op.id: op.parallelism if op.id in fixed else max_parallelism(graph, op)
+              for op in graph.operators}
     projected = dict(rates)
     steps: list[str] = []
     for _ in range(instances):

@@ -6,7 +6,11 @@ export function setupDocumentIO(editor) {
   const { state, config, changed, showProblems } = editor;
   const csrf = csrfToken();
 
-  $("doc-name").addEventListener("input", (ev) => { state.doc.name = ev.target.value.trim(); changed({ redraw: false }); });
+  $("doc-name").addEventListener("input", (ev) => {
+    state.doc.name = ev.target.value.trim();
+    ev.target.removeAttribute("aria-invalid");
+    changed({ redraw: false });
+  });
   $("doc-key-groups").addEventListener("input", (ev) => {
     const n = Number(ev.target.value);
     state.doc.key_groups = Number.isInteger(n) && n > 0 ? n : ev.target.value;
@@ -81,15 +85,19 @@ export function setupDocumentIO(editor) {
         method: "POST", headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
         body: JSON.stringify(body),
       });
-      const answer = await response.json();
+      const answer = await answerOf(response);
       if (response.status === 201) {
         status.textContent = `Saved as version ${answer.version}.`;
         window.location.assign(`/jobs/${answer.id}/?version=${answer.version}`);
         return;
       }
-      if (response.status === 409) {
-        await showNewerVersion();
-        status.textContent = "Not saved: someone saved a newer version.";
+      if (response.status === 409 && !config.job) {
+        // A new job whose name is taken: not a version conflict.
+        status.textContent = `Not saved: ${answer.error || `a job named “${state.doc.name}” exists`}; choose another name.`;
+        $("doc-name").setAttribute("aria-invalid", "true");
+      } else if (response.status === 409) {
+        if (!(await showNewerVersion())) status.textContent = `Not saved: ${answer.error || "conflict"}`;
+        else status.textContent = "Not saved: someone saved a newer version.";
       } else {
         if (answer.problems) { state.problems = answer.problems; showProblems(); }
         status.textContent = `Not saved: ${answer.error || response.statusText}`;
@@ -99,6 +107,16 @@ export function setupDocumentIO(editor) {
     }
     state.saving = false;
     $("save").disabled = state.problems.length > 0;
+  }
+
+  // Every answer is shown as its message, JSON or not (a proxy's error page, a server error).
+  async function answerOf(response) {
+    const text = await response.text();
+    try {
+      return JSON.parse(text);
+    } catch {
+      return { error: `the server answered ${response.status} ${response.statusText}`.trim() };
+    }
   }
 
   $("save").addEventListener("click", save);

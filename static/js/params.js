@@ -78,6 +78,7 @@ export function paramField(param, value, idPrefix, onInput) {
       input.type = "number";
       input.step = param.kind === "non_negative_float" ? "any" : "1";
       if (param.kind !== "int") input.min = param.kind === "positive_int" ? "1" : "0";
+      if (param.maximum != null) input.max = String(param.maximum);
     }
   }
   input.id = id;
@@ -88,7 +89,8 @@ export function paramField(param, value, idPrefix, onInput) {
   const hint = document.createElement("div");
   hint.className = "hint";
   hint.id = `${id}-hint`;
-  hint.textContent = `${param.kind}${param.default != null ? ` · default ${fieldText(param.kind, param.default)}` : ""}${param.doc ? ` · ${param.doc}` : ""}`;
+  const bound = param.maximum != null ? ` · at most ${Number(param.maximum).toLocaleString("en")}` : "";
+  hint.textContent = `${param.kind}${param.default != null ? ` · default ${fieldText(param.kind, param.default)}` : ""}${bound}${param.doc ? ` · ${param.doc}` : ""}`;
   input.setAttribute("aria-describedby", hint.id);
   input.addEventListener(input.tagName === "SELECT" ? "change" : "input",
     () => onInput(fieldValue(param.kind, input.value)));

@@ -4,7 +4,7 @@
 /* global htmx */
 import { $ } from "./dom.js";
 
-export function setupScaling({ state, refreshSteps }) {
+export function setupScaling({ state, refreshSteps, setStatus }) {
   const dialog = $("scale-dialog");
   const form = $("scale-form");
 
@@ -35,8 +35,44 @@ export function setupScaling({ state, refreshSteps }) {
       `Rescale ${opId}: ${state.instances[opId]} → ${parallelism} instances`, reason);
   }
 
+  // The instances field takes what the server accepts: a whole number from 1 to the bound
+  // of each direction; a button whose request would be refused is disabled with the reason.
+  function policyProblem(kind) {
+    const input = $("policy-instances");
+    const text = input.value.trim();
+    const n = Number(text);
+    const out = kind === "scale_out";
+    const max = Number(out ? input.dataset.addMax : input.dataset.removeMax);
+    if (!/^\d+$/.test(text) || n < 1) return "Instances: enter a whole number of at least 1.";
+    if (max === 0) return out ? "No operator can take another instance now." : "Every operator already runs a single instance.";
+    if (n > max) return `Instances: at most ${max} can be ${out ? "added" : "removed"} now.`;
+    return null;
+  }
+
+  function refreshPolicy() {
+    const problems = [];
+    document.querySelectorAll("[data-policy]").forEach((b) => {
+      const problem = policyProblem(b.dataset.policy);
+      b.disabled = problem !== null;
+      b.title = problem || "";
+      if (problem) problems.push(problem);
+    });
+    const box = $("policy-problem");
+    if (!box) return;
+    // Both refused: say why; one refused: its button's title says it.
+    box.textContent = problems.length === 2 ? problems[0] : "";
+    box.hidden = problems.length < 2;
+  }
+
+  const policyInput = $("policy-instances");
+  if (policyInput) {
+    policyInput.addEventListener("input", refreshPolicy);
+    refreshPolicy();
+  }
+
   document.querySelectorAll("[data-policy]").forEach((b) => b.addEventListener("click", () => {
-    const n = Number($("policy-instances").value) || 1;
+    if (policyProblem(b.dataset.policy)) { refreshPolicy(); return; }
+    const n = Number($("policy-instances").value);
     const out = b.dataset.policy === "scale_out";
     openDialog({ kind: b.dataset.policy, instances: n },
       `${out ? "Add" : "Remove"} ${n} instance${n === 1 ? "" : "s"} where the ETP policy chooses`);
@@ -58,6 +94,12 @@ export function setupScaling({ state, refreshSteps }) {
 
   if (dialog) {
     $("scale-cancel").addEventListener("click", () => dialog.close());
+    // Apply stays disabled while the preview (the same checks as applying) refuses.
+    $("scale-preview").addEventListener("htmx:afterSettle", () => {
+      const refused = $("scale-preview").querySelector("[data-refused]") !== null;
+      $("scale-apply").disabled = refused;
+      $("scale-apply").title = refused ? "The server refuses this change: see above" : "";
+    });
     form.addEventListener("htmx:afterRequest", (event) => {
       if (event.detail.elt !== form || !event.detail.successful) return;
       const done = $("scale-outcome").querySelector("[data-reconfiguration-requested]");
@@ -70,5 +112,31 @@ export function setupScaling({ state, refreshSteps }) {
     });
   }
 
+  setupStop(setStatus);
   return { openRescale };
+}
+
+// Stop run: a confirmation with a required reason; once the server accepts, the run is
+// stopping and the control goes away without a reload.
+function setupStop(setStatus) {
+  const dialog = $("stop-dialog");
+  if (!dialog) return;
+  const form = $("stop-form");
+  $("stop-open").addEventListener("click", () => {
+    form.elements.reason.value = "";
+    $("stop-outcome").replaceChildren();
+    $("stop-confirm").disabled = false;
+    dialog.showModal();
+    form.elements.reason.focus();
+  });
+  $("stop-cancel").addEventListener("click", () => dialog.close());
+  form.addEventListener("htmx:afterRequest", (event) => {
+    if (event.detail.elt !== form || !event.detail.successful) return;
+    if ($("stop-outcome").querySelector("[data-stop-requested]")) {
+      $("stop-confirm").disabled = true;
+      $("stop-open").hidden = true;
+      setStatus("stopping");
+      setTimeout(() => dialog.close(), 700);
+    }
+  });
 }

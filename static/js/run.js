@@ -176,7 +176,11 @@ function setMarkers() {
   latency.setMarkers(markers);
 }
 
+// Only changes that took effect, or may still, are marked: a refused one changed nothing.
+const UNDONE = new Set(["rejected", "failed"]);
+
 function noteReconfiguration(r) {
+  if (UNDONE.has(r.status)) { state.reconfigurations.delete(r.id); return; }
   const t = r.applied_at ? Date.parse(r.applied_at) / 1000 : Date.parse(r.requested_at) / 1000;
   state.reconfigurations.set(r.id, { t, label: `#${r.id} ${r.kind}` });
 }
@@ -211,6 +215,15 @@ function setStatus(status) {
   badge.textContent = status;
   badge.className = `status status-${status}`;
   refreshSteps();
+  if (!LIVE.has(status)) {
+    // An ending run offers no control the server would refuse: hide them now, and let the
+    // panels re-render without theirs (rollback, autoscaler, recommendations).
+    document.querySelectorAll("[data-live-only]").forEach((el) => { el.hidden = true; });
+    document.querySelectorAll("dialog[open]").forEach((d) => d.close());
+    htmx.trigger(document.body, "autoscale-changed");
+    htmx.trigger(document.body, "reconfigurations-changed");
+  }
+  if (status === "failed" || status === "recovering") htmx.trigger(document.body, "incidents-changed");
 }
 
 function readPending() {
@@ -265,7 +278,8 @@ function onMessage(event) {
   } else if (event.type === "reconfiguration.status") {
     const known = state.reconfigurations.get(event.reconfiguration);
     const t = event.epoch != null ? state.epochTimes.get(event.epoch) : null;
-    state.reconfigurations.set(event.reconfiguration, {
+    if (UNDONE.has(event.status)) state.reconfigurations.delete(event.reconfiguration);
+    else state.reconfigurations.set(event.reconfiguration, {
       t: t ?? (known ? known.t : Date.now() / 1000),
       label: known ? known.label : `#${event.reconfiguration}`,
     });
@@ -282,7 +296,7 @@ function applyLive(epoch, m) {
   state.buffered.push([epoch, m]);
 }
 
-const scaling = setupScaling({ state, refreshSteps });
+const scaling = setupScaling({ state, refreshSteps, setStatus });
 
 document.body.addEventListener("htmx:afterSettle", (event) => {
   if (event.detail.target && event.detail.target.id === "reconfigurations-slot") readPending();

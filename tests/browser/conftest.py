@@ -167,7 +167,10 @@ def signed_in(stack, browser) -> Iterator[Callable]:
     page errors fail the test."""
     contexts, errors = [], []
 
-    def open_page(role: str, *, width: int = 1280, height: int = 900):
+    def open_page(role: str, *, width: int = 1280, height: int = 900,
+                  expected_errors: tuple[str, ...] = ()):
+        """``expected_errors``: console messages a test provokes on purpose (the browser logs
+        each refused request, e.g. "status of 409"), matched by substring."""
         # The pages' Content-Security-Policy forbids eval, which Playwright's wait_for_function
         # uses for its predicates; the policy itself is checked in tests/webapp/test_security.py.
         context = browser.new_context(viewport={"width": width, "height": height},
@@ -175,7 +178,8 @@ def signed_in(stack, browser) -> Iterator[Callable]:
                                       bypass_csp=True)
         contexts.append(context)
         page = context.new_page()
-        page.on("console", lambda m: m.type == "error" and errors.append(f"{role}: {m.text}"))
+        page.on("console", lambda m: m.type == "error" and not any(
+            e in m.text for e in expected_errors) and errors.append(f"{role}: {m.text}"))
         page.on("pageerror", lambda e: errors.append(f"{role}: page error {e}"))
         page.goto("/login/")
         page.fill("#id_username", f"{role}-b")

@@ -191,10 +191,30 @@ def feed(*, run_id: int, period_s: float = 1.0) -> None:
         time.sleep(period_s)
 
 
+DRIVER_OUTPUT = ("Traceback (most recent call last):\n  File \"pipeline.py\", line 88, in run\n"
+                 "pyspark.errors.exceptions.captured.ParseException: [PARSE_SYNTAX_ERROR] "
+                 "Syntax error at or near ';'")
+
+
+def fake_run_fail(*, run_id: int) -> None:
+    """One restart, then the failure, as the driver's watcher records them."""
+    from webapp.jobs.models import RunStatus
+    from webapp.runs.services import run_status_set
+
+    cause = "the query failed: ParseException: syntax error at or near ';'"
+    run_status_set(run_id=run_id, status=RunStatus.RECOVERING, output=DRIVER_OUTPUT,
+                   detail=f"driver 4101 exited with code 1: {cause}; restarting from the "
+                          "checkpoint")
+    run_status_set(run_id=run_id, status=RunStatus.FAILED, output=DRIVER_OUTPUT,
+                   detail=f"driver 4102 exited with code 1: {cause}; 6 crashes, more than the "
+                          "5 restarts allowed within 10 minutes")
+
+
 def main(argv: list[str]) -> None:
     """`python -m tests.browser.fake_run create [HISTORY_EPOCHS [JOB_NAME]]` prints
     `RUN_ID JOB_ID` of a new ten-operator run with that much history; `... feed RUN_ID`
-    publishes its epochs; `... demo [HISTORY_EPOCHS]` does both (for development)."""
+    publishes its epochs; `... fail RUN_ID` records a restart and then the run's failure;
+    `... demo [HISTORY_EPOCHS]` does both create and feed (for development)."""
     import os
 
     import django
@@ -210,8 +230,10 @@ def main(argv: list[str]) -> None:
             feed(run_id=run.pk)
     elif command == "feed":
         feed(run_id=int(rest[0]))
+    elif command == "fail":
+        fake_run_fail(run_id=int(rest[0]))
     else:
-        raise SystemExit(f"unknown command {command!r}: use create, feed or demo")
+        raise SystemExit(f"unknown command {command!r}: use create, feed, fail or demo")
 
 
 if __name__ == "__main__":

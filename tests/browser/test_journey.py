@@ -130,8 +130,10 @@ def test_build_start_watch_scale_roll_back_and_review(stack, signed_in):
         assert "reconfiguration.rollback" in rows and "undo the scale-out" in rows
     finally:
         page.goto(f"/runs/{run_id}/")
-        if page.locator("text=Stop run").count():
-            page.click("text=Stop run")
+        if page.locator("#stop-open").count():
+            page.click("#stop-open")
+            page.fill("#stop-reason", "end of the journey")
+            page.click("#stop-confirm")
             page.wait_for_function(
                 "['stopped', 'failed'].includes(document.querySelector('#run-status').textContent)",
                 timeout=60_000)

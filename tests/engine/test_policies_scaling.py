@@ -54,6 +54,18 @@ def test_scale_out_respects_pinned_operators(campaign_doc: dict) -> None:
         plan_scale_out(graph, rates, -1)
 
 
+def test_scale_out_and_in_leave_fixed_operators_alone(stela_graph: JobGraph,
+                                                     stela_rates: Rates) -> None:
+    from engine.policies.instances_in import plan_scale_in_instances
+
+    # o7 (a sink) would get the second instance; fixed, it never does.
+    result = plan_scale_out(stela_graph, stela_rates, 3, fixed={"o7"})
+    assert "o7" not in result.steps and result.parallelism["o7"] == 1
+    wide = stela_graph.with_parallelism("o7", 2)
+    assert plan_scale_in_instances(wide, stela_rates, 1, fixed={"o7"}).steps != ["o7"]
+    assert plan_scale_in_instances(wide, stela_rates, 5, fixed={"o7"}).parallelism["o7"] == 2
+
+
 def test_stela_scale_in(stela_graph: JobGraph, stela_rates: Rates) -> None:
     placement = parse_placement(load_example("stela_placement.json"), stela_graph)
     result = plan_scale_in(stela_graph, stela_rates, placement, 1)

@@ -43,12 +43,20 @@ def autoscale_configure(*, run_id: int, body: dict[str, Any], actor, trigger: st
         run.autoscale_cooldown_s = settings.get("cooldown_s", run.autoscale_cooldown_s)
         if run.autoscale_max is not None and run.autoscale_max < run.autoscale_min:
             raise _bad("max", "must not be below min")
+        if mode == AutoscaleMode.OFF:
+            run.autoscale_proposal = {}  # a recommendation of a loop that is off is stale
         run.save()
         audit_record(actor=actor, trigger=trigger, action="autoscale.configured", job=run.job,
-                     run_id=run.pk, outcome="done",
+                     run_id=run.pk, outcome="done", reason=_configured_summary(run),
                      details={"mode": mode, "min": run.autoscale_min, "max": run.autoscale_max,
                               "cooldown_s": run.autoscale_cooldown_s})
     return run
+
+
+def _configured_summary(run: Run) -> str:
+    top = run.autoscale_max if run.autoscale_max is not None else "the key-group limit"
+    return (f"mode {run.autoscale_mode}: {run.autoscale_min} to {top} instances per operator, "
+            f"{run.autoscale_cooldown_s} s cooldown")
 
 
 def autoscale_evaluate() -> list[str]:

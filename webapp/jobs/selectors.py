@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 
 from webapp import engine_gateway
 from webapp.errors import NotFound
-from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, JobVersion, Run
+from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, JobVersion, Run, RunStatus
 
 
 def job_list(*, name: str = "") -> QuerySet:
@@ -34,6 +34,16 @@ def job_version_get(*, job: Job, number: int | None = None) -> JobVersion:
 
 def job_current_run(*, job: Job) -> Run | None:
     return job.runs.filter(status__in=ACTIVE_RUN_STATUSES).order_by("-created_at").first()
+
+
+def job_shown_run(*, job: Job) -> Run | None:
+    """The run a job's summary names: its active run, else its last run if that failed (so
+    a failure reads as one, not as "not running")."""
+    current = job_current_run(job=job)
+    if current is not None:
+        return current
+    last = job.runs.order_by("-created_at", "-id").first()
+    return last if last is not None and last.status == RunStatus.FAILED else None
 
 
 def job_runs(*, job: Job, limit: int = 20) -> list[Run]:

@@ -16,6 +16,7 @@ from webapp.live.events import job_event_publish
 
 def job_create(*, dag: Any, actor, trigger: str, comment: str = "") -> JobVersion:
     """Create a job from a DAG document as its version 1."""
+    _check_comment(comment)
     document = _valid_document(dag)
     try:
         with transaction.atomic():
@@ -38,6 +39,7 @@ def job_version_create(
     """Add a version on top of `base_version`; refuse with 409 if someone saved meanwhile."""
     if not isinstance(base_version, int) or isinstance(base_version, bool):
         raise ServiceError("base_version must be the version number the edit started from")
+    _check_comment(comment)
     document = _valid_document(dag)
     with transaction.atomic():
         job = Job.objects.select_for_update().filter(pk=job_id).first()
@@ -68,6 +70,16 @@ def job_version_create(
             },
         )
     return version
+
+
+MAX_COMMENT = 2000
+
+
+def _check_comment(comment: Any) -> None:
+    if not isinstance(comment, str) or len(comment) > MAX_COMMENT or "\x00" in comment:
+        raise ServiceError(f"the comment must be text of at most {MAX_COMMENT} characters",
+                           problems=[{"where": "field comment",
+                                      "message": f"must be at most {MAX_COMMENT} characters"}])
 
 
 def _valid_document(dag: Any) -> dict[str, Any]:

@@ -35,7 +35,8 @@ def _editor_config(*, job=None, version=None) -> dict:
 @require_GET
 def job_new(request):
     return render(request, "pages/job_editor.html",
-                  {"config": _editor_config(), "nav": "jobs", "job": None})
+                  {"config": _editor_config(), "nav": "jobs", "job": None,
+                   "limits": engine_gateway.document_limits()})
 
 
 @page_requires(Permission.EDIT_JOBS)
@@ -49,7 +50,7 @@ def job_edit(request, job_id: int):
         raise Http404(str(error)) from None
     return render(request, "pages/job_editor.html", {
         "config": _editor_config(job=job, version=version), "job": job, "version": version,
-        "nav": "jobs",
+        "limits": engine_gateway.document_limits(), "nav": "jobs",
     })
 
 

@@ -18,9 +18,14 @@ from webapp.jobs import selectors as job_selectors
 from webapp.jobs.models import Trigger
 from webapp.pages import selectors
 from webapp.pages.forms import autoscale_body, reconfiguration_body
-from webapp.reconfigurations.services import reconfiguration_preview, reconfiguration_request
+from webapp.reconfigurations.requests import MAX_REASON
+from webapp.reconfigurations.services import (
+    RECONFIGURABLE,
+    reconfiguration_preview,
+    reconfiguration_request,
+)
 from webapp.runs.selectors import run_get
-from webapp.runs.services import run_start, run_stop
+from webapp.runs.services import MAX_STOP_REASON, run_start, run_stop
 
 
 def _run_or_404(run_id: int):
@@ -30,20 +35,43 @@ def _run_or_404(run_id: int):
         raise Http404(str(error)) from None
 
 
+def _run_context(run) -> dict:
+    """What every fragment of the run page decides its controls from: a run that has ended
+    (or is ending) offers no control the server would refuse."""
+    return {"run": run, "live": run.status in RECONFIGURABLE}
+
+
 @page_requires(Permission.READ)
 @require_GET
 def run_detail(request, run_id: int):
     run = _run_or_404(run_id)
     can_operate = request.user.can(Permission.OPERATE_RUNS)
     context = {
-        "run": run,
+        **_run_context(run),
+        **_incidents(run),
         "job": run.job,
         "config": selectors.run_page_config(run=run, can_operate=can_operate),
         "reconfigurations": selectors.run_reconfigurations(run=run),
+        "bounds": selectors.policy_bounds(run=run),
         "request_id": uuid.uuid4().hex,
+        "reason_max": MAX_REASON,
+        "stop_reason_max": MAX_STOP_REASON,
         "nav": "jobs",
     }
     return render(request, "pages/run_detail.html", context)
+
+
+def _incidents(run) -> dict:
+    return {"failure": selectors.run_failure(run=run),
+            "restarts": selectors.run_restarts(run=run)}
+
+
+@page_requires(Permission.READ)
+@require_GET
+def run_incidents(request, run_id: int):
+    run = _run_or_404(run_id)
+    return render(request, "pages/partials/run-incidents.html",
+                  {**_run_context(run), **_incidents(run)})
 
 
 @page_requires(Permission.READ)
@@ -56,14 +84,14 @@ def run_series(request, run_id: int):
 @require_GET
 def run_reconfiguration_list(request, run_id: int):
     run = _run_or_404(run_id)
-    context = {"run": run, "reconfigurations": selectors.run_reconfigurations(run=run)}
+    context = {**_run_context(run), "reconfigurations": selectors.run_reconfigurations(run=run)}
     return render(request, "pages/partials/reconfigurations.html", context)
 
 
 @page_requires(Permission.READ)
 @require_GET
 def run_autoscale_panel(request, run_id: int):
-    return render(request, "pages/partials/autoscale.html", {"run": _run_or_404(run_id)})
+    return render(request, "pages/partials/autoscale.html", _run_context(_run_or_404(run_id)))
 
 
 @page_requires(Permission.OPERATE_RUNS)
@@ -104,20 +132,25 @@ def autoscale(request, run_id: int):
                                   actor=request.user, trigger=Trigger.USER)
     except ServiceError as error:
         run, context["error"] = _run_or_404(run_id), error
-    context["run"] = run
-    return render(request, "pages/partials/autoscale.html", context)
+    return render(request, "pages/partials/autoscale.html", {**context, **_run_context(run)})
 
 
 @page_requires(Permission.OPERATE_RUNS)
 @require_POST
 def stop(request, run_id: int):
+    """Stop a run with a reason; htmx gets the dialog's outcome, a plain form the run page."""
+    htmx = bool(request.headers.get("HX-Request"))
     try:
-        run_stop(run_id=run_id, actor=request.user, trigger=Trigger.USER,
-                 reason=request.POST.get("reason", "").strip())
+        run = run_stop(run_id=run_id, actor=request.user, trigger=Trigger.USER,
+                       reason=request.POST.get("reason", "").strip())
     except NotFound as error:
         raise Http404(str(error)) from None
-    except ServiceError:
-        pass  # already stopping or stopped: the page shows the status as it is
+    except ServiceError as error:
+        if htmx:  # refused (no reason, too long, already ended): said in the dialog
+            return render(request, "pages/partials/stop-outcome.html", {"error": error})
+        return redirect("run-detail", run_id=run_id)
+    if htmx:
+        return render(request, "pages/partials/stop-outcome.html", {"run": run})
     return redirect("run-detail", run_id=run_id)
 
 

@@ -13,6 +13,7 @@ from webapp.audit.models import AuditEntry
 from webapp.jobs.models import OperatorEpoch, Reconfiguration, Run
 from webapp.runs.broker import run_broker_sources
 from webapp.runs.selectors import reconfiguration_as_json
+from webapp.runs.services import failure_parts, first_line
 
 SERIES_LIMIT = 3600  # an hour of 1-second epochs
 
@@ -31,6 +32,15 @@ def operator_limits(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
         return engine_gateway.dag_limits(document)
     except Exception:  # noqa: BLE001 - an unplannable document still renders, without limits
         return {}
+
+
+def policy_bounds(*, run: Run) -> dict[str, int]:
+    """How many instances the page's Add… and Remove… may ask for: the bounds the server
+    enforces for this run's current plan."""
+    try:
+        return engine_gateway.dag_headroom(run.target_dag or run.version.dag)
+    except Exception:  # noqa: BLE001 - an unplannable document offers no policy change
+        return {"add": 0, "remove": 0}
 
 
 def run_page_config(*, run: Run, can_operate: bool) -> dict[str, Any]:
@@ -53,6 +63,23 @@ def run_page_config(*, run: Run, can_operate: bool) -> dict[str, Any]:
         "ws": f"/ws/runs/{run.pk}/",
         "series": f"/runs/{run.pk}/series.json",
     }
+
+
+def run_restarts(*, run: Run, limit: int = 50) -> list[dict[str, Any]]:
+    """The run's restarts, oldest first: when, the cause in one line, the driver's last
+    output."""
+    entries = (AuditEntry.objects.filter(run_id_ref=run.pk, action="run.recovering")
+               .order_by("at", "id")[:limit])
+    return [{"at": e.at, "cause": first_line(e.reason),
+             "output": (e.details or {}).get("output", "")} for e in entries]
+
+
+def run_failure(*, run: Run) -> dict[str, str] | None:
+    """A failed run's cause in one line and the driver's last output; None if it did not fail."""
+    if run.status != "failed":
+        return None
+    cause, output = failure_parts(run.failure_reason)
+    return {"cause": cause or "the run failed without a recorded cause", "output": output}
 
 
 def run_series(*, run: Run, limit: int = SERIES_LIMIT) -> dict[str, list]:

@@ -18,6 +18,7 @@ urlpatterns = [
     path("runs/<int:run_id>/series.json", runs.run_series, name="run-series"),
     path("runs/<int:run_id>/reconfigurations", runs.run_reconfiguration_list,
          name="run-reconfigurations"),
+    path("runs/<int:run_id>/incidents", runs.run_incidents, name="run-incidents"),
     path("runs/<int:run_id>/autoscale", runs.run_autoscale_panel, name="run-autoscale-panel"),
     path("runs/<int:run_id>/autoscale/set", runs.autoscale, name="run-autoscale"),
     path("runs/<int:run_id>/scale/preview", runs.scale_preview, name="run-scale-preview"),

@@ -13,6 +13,7 @@ from webapp.accounts.access import page_requires
 from webapp.accounts.roles import Permission
 from webapp.errors import NotFound
 from webapp.jobs import selectors
+from webapp.jobs.models import ACTIVE_RUN_STATUSES
 
 
 @require_GET
@@ -31,9 +32,9 @@ def healthz(request):
 def job_list(request):
     query = request.GET.get("q", "").strip()[:200]
     state = request.GET.get("state", "")
-    jobs = [(job, selectors.job_current_run(job=job)) for job in selectors.job_list(name=query)]
+    jobs = [(job, selectors.job_shown_run(job=job)) for job in selectors.job_list(name=query)]
     if state in ("running", "idle"):
-        jobs = [(job, run) for job, run in jobs if (run is not None) == (state == "running")]
+        jobs = [(job, run) for job, run in jobs if _active(run) == (state == "running")]
     context = {"jobs": jobs, "nav": "jobs", "q": query, "state": state}
     return render(request, "pages/job_list.html", context)
 
@@ -54,10 +55,15 @@ def job_detail(request, job_id: int):
         "shown_dag": engine_gateway.dag_shown(version.dag),
         "document": json.dumps(engine_gateway.dag_shown(version.dag), indent=2),
         "run": selectors.job_current_run(job=job),
+        "shown_run": selectors.job_shown_run(job=job),
         "runs": selectors.job_runs(job=job),
         "nav": "jobs",
     }
     return render(request, _page_or_partial(request, "job_detail", "version-panel"), context)
+
+
+def _active(run) -> bool:
+    return run is not None and run.status in ACTIVE_RUN_STATUSES
 
 
 def _page_or_partial(request, page: str, target: str) -> str:

@@ -53,13 +53,19 @@ def reconfiguration_request(
                     problems=[{"where": "field request_id",
                                "message": "already used with a different body"}])
             return existing, False
-        if run.status not in RECONFIGURABLE:
-            raise Conflict(f"run {run.pk} is {run.status}: only a live run can be reconfigured")
-        after, commands = _plan(run, request)
+        after, commands = _checked_plan(run, request)
         reconfiguration = _record(run, request, after, commands, actor, trigger)
         run.target_dag = after
         run.save(update_fields=["target_dag"])
     return reconfiguration, True
+
+
+def _checked_plan(run: Run, request: ReconfigurationRequest) -> tuple[dict, list[dict[str, str]]]:
+    """Every check a request passes before it is recorded, and its plan: the preview runs
+    exactly these, so what it shows is what applying would do."""
+    if run.status not in RECONFIGURABLE:
+        raise Conflict(f"run {run.pk} is {run.status}: only a live run can be reconfigured")
+    return _plan(run, request)
 
 
 def _plan(run: Run, request: ReconfigurationRequest) -> tuple[dict, list[dict[str, str]]]:
@@ -320,7 +326,7 @@ def reconfiguration_preview(*, run_id: int, body: Any) -> dict[str, Any]:
     run = Run.objects.select_related("job").filter(pk=run_id).first()
     if run is None:
         raise NotFound(f"there is no run {run_id}")
-    after, commands = _plan(run, request)
+    after, commands = _checked_plan(run, request)
     before = run.target_dag
     return {
         "kind": request.kind,

@@ -85,8 +85,16 @@ def _enqueue_launch(task, run_id: int) -> None:  # noqa: ANN001 - the Celery tas
         raise down from error
 
 
+MAX_STOP_REASON = 1000  # as any text field of the API
+
+
 def run_stop(*, run_id: int, actor, trigger: str, reason: str = "") -> Run:
     """Ask a run to stop after its current epoch; the checkpoint stays consistent."""
+    if len(reason) > MAX_STOP_REASON or "\x00" in reason:
+        raise ServiceError(f"the reason is {len(reason)} characters long: at most "
+                           f"{MAX_STOP_REASON}, without NUL",
+                           problems=[{"where": "field reason",
+                                      "message": f"must be at most {MAX_STOP_REASON} characters"}])
     with transaction.atomic():
         run = _locked(run_id)
         if run.status in FINAL_STATUSES:
@@ -104,10 +112,11 @@ def run_stop(*, run_id: int, actor, trigger: str, reason: str = "") -> Run:
 
 
 def run_status_set(
-    *, run_id: int, status: str, detail: str = "", epoch: int | None = None
+    *, run_id: int, status: str, detail: str = "", output: str = "", epoch: int | None = None
 ) -> Run:
     """Record a status a driver or the watcher observed. A stopping run only ends, and a
-    final status is never left."""
+    final status is never left. ``detail``: the cause in one line; ``output``: the driver's
+    last output, kept apart from the cause (shown behind a disclosure)."""
     with transaction.atomic():
         run = _locked(run_id)
         if run.status in FINAL_STATUSES or run.status == status:
@@ -121,8 +130,9 @@ def run_status_set(
             fields.append("started_at")
         if status in FINAL_STATUSES:
             run.stopped_at = timezone.now()
-            run.failure_reason = detail if status == RunStatus.FAILED else ""
-            fields += ["stopped_at", "failure_reason"]
+            run.failure_reason = failure_text(detail, output) if status == RunStatus.FAILED else ""
+            run.autoscale_proposal = {}  # nothing is left to scale
+            fields += ["stopped_at", "failure_reason", "autoscale_proposal"]
         if epoch is not None:
             run.current_epoch = epoch
             fields.append("current_epoch")
@@ -131,6 +141,7 @@ def run_status_set(
             audit_record(
                 actor=None, trigger="policy", action=f"run.{status}", job=run.job,
                 run_id=run.pk, outcome=status, reason=detail[:2000],
+                details={"output": output[-OUTPUT_KEPT:]} if output else None,
             )
         if status in FINAL_STATUSES:
             from webapp.reconfigurations.services import reconfigurations_abandon
@@ -138,6 +149,26 @@ def run_status_set(
             reconfigurations_abandon(run=run, reason=f"the run {status} before it took effect")
         _publish_status(run)
     return run
+
+
+OUTPUT_KEPT = 8000  # characters of a driver's last output kept with a failure or restart
+FAILURE_OUTPUT = "\nlast output:\n"
+
+
+def failure_text(cause: str, output: str = "") -> str:
+    """A failed run's ``failure_reason``: the cause on its first line, then the output."""
+    return cause.strip() + (FAILURE_OUTPUT + output[-OUTPUT_KEPT:] if output else "")
+
+
+def failure_parts(text: str) -> tuple[str, str]:
+    """(cause in one line, driver output) of a ``failure_reason``."""
+    head, _, output = (text or "").partition(FAILURE_OUTPUT.lstrip("\n"))
+    return first_line(head).removesuffix(";").strip(), output.strip("\n")
+
+
+def first_line(text: str) -> str:
+    """The first non-empty line of ``text``, stripped."""
+    return next((line.strip() for line in (text or "").splitlines() if line.strip()), "")
 
 
 def run_driver_recorded(*, run_id: int, pid: int, host: str) -> None:

@@ -70,15 +70,14 @@ def _watch(run: Run) -> str | None:
     elif since_launch < _backoff_s(run.restarts):
         return None  # a driver that dies at once is retried after 1, 2, 4, 8... seconds
     how = f"driver {run.driver_pid} " + (ended.describe() if ended else "died")
+    tail = log_tail(run_dir(run.pk) / "driver.log") or "(no output)"
     if run.restarts >= MAX_RESTARTS:
-        tail = log_tail(run_dir(run.pk) / "driver.log") or "(no output)"
-        run_status_set(run_id=run.pk, status=RunStatus.FAILED,
+        run_status_set(run_id=run.pk, status=RunStatus.FAILED, output=tail,
                        detail=f"{how}; {run.restarts + 1} crashes, more than the {MAX_RESTARTS} "
-                              f"restarts allowed within {RESTART_WINDOW_S / 60:.0f} minutes; "
-                              f"last output:\n{tail}")
+                              f"restarts allowed within {RESTART_WINDOW_S / 60:.0f} minutes")
         return "failed"
     Run.objects.filter(pk=run.pk).update(restarts=run.restarts + 1, driver_pid=None)
-    run_status_set(run_id=run.pk, status=RunStatus.RECOVERING,
+    run_status_set(run_id=run.pk, status=RunStatus.RECOVERING, output=tail,
                    detail=f"{how}; restarting from the checkpoint")
     return run_launch(run_id=run.pk)
 
@@ -92,8 +91,9 @@ def _watch_first_epoch(run: Run) -> str | None:
     limit = settings.RUN_START_TIMEOUT_S
     if waited <= limit:
         return None
-    last = log_tail(run_dir(run.pk) / "driver.log", lines=1) or "(no output)"
-    run_status_set(run_id=run.pk, status=RunStatus.FAILED,
+    tail = log_tail(run_dir(run.pk) / "driver.log") or "(no output)"
+    last = tail.splitlines()[-1]
+    run_status_set(run_id=run.pk, status=RunStatus.FAILED, output=tail,
                    detail=f"no epoch finished within {limit:.0f} s of the driver's start "
                           f"(RUN_START_TIMEOUT_S); the driver's last output: {last}")
     driver_signal(run.driver_pid, run.pk, signal.SIGKILL)

@@ -35,3 +35,21 @@ def first_line(text: Any) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+@register.filter
+def problem_text(problem: Any) -> str:
+    """A service's problem as a sentence: "Reason is required", "Instances: at most 3 ..."
+    for a field, else the message alone (capitalised)."""
+    if not isinstance(problem, dict):
+        return str(problem or "")
+    where, message = str(problem.get("where", "")), str(problem.get("message", ""))
+    if where.startswith("field "):
+        field = where.removeprefix("field ").replace("_", " ").capitalize()
+        # "is required", "must be ..." read on from the field's name; anything else is a
+        # sentence of its own about the field.
+        joint = " " if message.startswith(("is ", "must ", "already ")) else ": "
+        return f"{field}{joint}{message}"
+    if where in ("", "request"):
+        return message[:1].upper() + message[1:]
+    return f"{where[:1].upper()}{where[1:]}: {message}"

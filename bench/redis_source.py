@@ -26,9 +26,9 @@ from bench.builtin import progress_ms
 from bench.throughput import run_vsn
 from bench.workload import KEYS, window_count_job
 from engine.runtime.api import start_run
-from engine.runtime.metrics import CollectingPublisher
-from engine.runtime.sinks import clear_memory_sink
-from engine.runtime.sources import GeneratorSpec, generator_batch
+from engine.runtime.driver.metrics import CollectingPublisher
+from engine.runtime.io.sinks import clear_memory_sink
+from engine.runtime.io.sources import GeneratorSpec, generator_batch
 
 # A run's first epochs on the streams are slow while Spark warms up the data source's read
 # path (8 epochs: from ~3 s down to ~1.2 s); both sources are measured after as many.

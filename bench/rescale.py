@@ -35,11 +35,11 @@ from typing import Any
 from bench.builtin import start_builtin, use_rocksdb
 from bench.workload import window_count_job
 from engine.runtime.api import request_reconfiguration, start_run
-from engine.runtime.control import RedisControlChannel
-from engine.runtime.driver import JobRun
-from engine.runtime.metrics import CollectingPublisher, CollectingRecorder
-from engine.runtime.session import build_session
-from engine.runtime.sinks import clear_memory_sink
+from engine.runtime.control.channel import RedisControlChannel
+from engine.runtime.driver.job_run import JobRun
+from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
+from engine.runtime.io.sinks import clear_memory_sink
+from engine.runtime.spark.session import build_session
 
 STEPS = (8, 3, 4, 3, 4, 3, 4, 3, 4, 3, 4, 3)
 WARMUP = 10  # epochs before the first rescale: JIT and Python workers warm up

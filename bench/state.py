@@ -37,8 +37,8 @@ from pyspark.sql import functions as F
 
 from bench.builtin import progress_ms, use_rocksdb
 from engine.runtime.api import start_run
-from engine.runtime.metrics import CollectingPublisher
-from engine.runtime.session import build_session
+from engine.runtime.driver.metrics import CollectingPublisher
+from engine.runtime.spark.session import build_session
 from engine.runtime.state import open_store
 
 WINDOW = "1 hour"

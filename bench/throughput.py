@@ -17,9 +17,9 @@ from typing import Any
 from bench.builtin import progress_ms, run_builtin
 from bench.workload import window_count_job
 from engine.runtime.api import start_run
-from engine.runtime.metrics import CollectingPublisher
-from engine.runtime.session import build_session
-from engine.runtime.sinks import clear_memory_sink
+from engine.runtime.driver.metrics import CollectingPublisher
+from engine.runtime.io.sinks import clear_memory_sink
+from engine.runtime.spark.session import build_session
 
 WARMUP = 3
 

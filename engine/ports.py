@@ -1,7 +1,7 @@
 """Ports the engine's Spark runtime needs from its host (implemented by ``webapp``).
 
-The runtime calls them with plain JSON-ready dicts; see ``engine.runtime.metrics`` for the
-shape of an epoch's metrics and ``engine.runtime.reconfigure`` for an acknowledgement.
+The runtime calls them with plain JSON-ready dicts; see ``engine.runtime.driver.metrics`` for the
+shape of an epoch's metrics and ``engine.runtime.control.reconfigure`` for an acknowledgement.
 """
 
 from __future__ import annotations

@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.runtime.broker.spec import (
+from engine.runtime.errors import StreamRuntimeError
+from engine.runtime.io.broker.spec import (
     DEAD_LETTER,
     StreamSpec,
     decode_entry,
     masked_url,
     resolve_url,
 )
-from engine.runtime.errors import StreamRuntimeError
 
 SCHEMA = {"user": "long", "at": "timestamp", "price": "double", "ok": "boolean", "name": "string"}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.runtime.data_access import resolve_data_path, sink_table
 from engine.runtime.errors import UnsupportedJobError
+from engine.runtime.io.data_access import resolve_data_path, sink_table
 
 
 def test_paths_resolve_inside_the_data_folder(tmp_path: Path) -> None:

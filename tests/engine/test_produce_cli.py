@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from engine.runtime.broker.producer import EventDraws
+from engine.runtime.io.broker.producer import EventDraws
 from tests.engine.test_cli import ROOT
 
 

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.runtime.api import request_reconfiguration
-from engine.runtime.control import RedisControlChannel
-from engine.runtime.session import project_root
+from engine.runtime.control.channel import RedisControlChannel
+from engine.runtime.spark.session import project_root
 from engine.runtime.state import StoreSpec, open_store
 from tests.engine.runtime.cluster import LoopbackCluster
 from tests.engine.runtime.jobs import actual_windows, expected_windows, window_job

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from engine.dag import parse_job_graph
-from engine.runtime.commands import command_message, parse_command
+from engine.runtime.control.commands import command_message, parse_command
+from engine.runtime.control.reconfigure import apply_commands
+from engine.runtime.control.run_config import initial_config
 from engine.runtime.errors import CommandRejected
-from engine.runtime.reconfigure import apply_commands
-from engine.runtime.run_config import initial_config
 from engine.runtime.state.memory import MemoryStateStore
 from tests.engine.runtime.jobs import window_job
 

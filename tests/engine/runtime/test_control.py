@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from engine.runtime.commands import command_message
-from engine.runtime.control import MemoryControlChannel, RedisControlChannel
-from engine.runtime.listener import ControlListener
+from engine.runtime.control.channel import MemoryControlChannel, RedisControlChannel
+from engine.runtime.control.commands import command_message
+from engine.runtime.control.listener import ControlListener
 
 
 @pytest.fixture(params=["memory", "redis"])

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from engine.runtime.api import request_reconfiguration, start_run
-from engine.runtime.metrics import CollectingPublisher, CollectingRecorder
-from engine.runtime.sinks import clear_memory_sink
+from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
+from engine.runtime.io.sinks import clear_memory_sink
 from tests.engine.runtime.jobs import wait_epoch, window_job
 
 pytestmark = pytest.mark.spark

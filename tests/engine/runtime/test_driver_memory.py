@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.runtime.api import start_run
-from engine.runtime.metrics import CollectingPublisher
+from engine.runtime.driver.metrics import CollectingPublisher
 
 pytestmark = pytest.mark.spark
 

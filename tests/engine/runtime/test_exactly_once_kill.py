@@ -22,8 +22,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from engine.runtime.api import request_reconfiguration
-from engine.runtime.control import RedisControlChannel
-from engine.runtime.session import project_root
+from engine.runtime.control.channel import RedisControlChannel
+from engine.runtime.spark.session import project_root
 from tests.engine.runtime.jobs import (
     actual_pairs,
     actual_windows,

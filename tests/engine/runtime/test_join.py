@@ -13,8 +13,12 @@ import pytest
 
 from engine.dag import parse_job_graph
 from engine.runtime.api import request_reconfiguration, start_run
+from engine.runtime.control.run_config import initial_config
+from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
 from engine.runtime.errors import CommandRejected
-from engine.runtime.join import (
+from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
+from engine.runtime.io.sources import GeneratorSpec, generator_batch
+from engine.runtime.operators.join import (
     KG,
     SIDE,
     TIME_US,
@@ -24,14 +28,10 @@ from engine.runtime.join import (
     unexpired,
     usable_rows,
 )
-from engine.runtime.join_worker import process_join_instance
-from engine.runtime.logic_check import logic_checker
-from engine.runtime.metrics import CollectingPublisher, CollectingRecorder
-from engine.runtime.run_config import initial_config
-from engine.runtime.sinks import clear_memory_sink, memory_sink_rows
-from engine.runtime.sources import GeneratorSpec, generator_batch
+from engine.runtime.operators.join_worker import process_join_instance
+from engine.runtime.stage.logic_check import logic_checker
+from engine.runtime.stage.vsn_worker import REPORT, EpochTask, InstanceReport
 from engine.runtime.state import StoreSpec, open_store
-from engine.runtime.vsn_worker import REPORT, EpochTask, InstanceReport
 from tests.engine.runtime.jobs import actual_pairs, expected_pairs, join_job, wait_epoch
 
 SPEC = parse_join_spec("j", {"key": ["k"], "time": "t", "within": "700 microseconds"}).with_layout(

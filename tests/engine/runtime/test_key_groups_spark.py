@@ -6,7 +6,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from engine.mapping import key_group_of
-from engine.runtime.vsn_stage import key_group_column
+from engine.runtime.stage.vsn_stage import key_group_column
 
 pytestmark = pytest.mark.spark
 
@@ -23,8 +23,8 @@ def test_spark_key_groups_match_the_python_mapping(spark) -> None:  # type: igno
 
 def test_instance_routing_gives_each_partition_exactly_its_key_groups(spark) -> None:  # type: ignore[no-untyped-def]
     from engine.mapping import balanced_assignment
-    from engine.runtime.vsn_stage import instance_column
-    from engine.runtime.window_merge import KG
+    from engine.runtime.operators.window_merge import KG
+    from engine.runtime.stage.vsn_stage import instance_column
 
     owners = balanced_assignment(32, 5).owners
     df = spark.range(5000).withColumn(KG, key_group_column(("id",), 32))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from engine.runtime.outbox import Outbox
+from engine.runtime.control.outbox import Outbox
 
 
 def test_failed_deliveries_are_retried_in_order() -> None:

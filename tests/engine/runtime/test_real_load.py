@@ -13,9 +13,9 @@ import pytest
 from engine.dag import parse_job_graph
 from engine.policies.autoscale import AutoscaleLoop, AutoscaleSettings
 from engine.runtime.api import request_reconfiguration, start_run
-from engine.runtime.driver import JobRun
-from engine.runtime.metrics import CollectingPublisher, CollectingRecorder
-from engine.runtime.sinks import clear_memory_sink
+from engine.runtime.driver.job_run import JobRun
+from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
+from engine.runtime.io.sinks import clear_memory_sink
 
 pytestmark = pytest.mark.spark
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from engine.runtime.broker.redis_offsets import (
+from engine.runtime.io.broker.redis_offsets import (
     BrokerUnavailable,
     advance,
     initial_offset,
@@ -17,7 +17,7 @@ from engine.runtime.broker.redis_offsets import (
     stream_lags,
     with_reconnect,
 )
-from engine.runtime.broker.spec import StreamSpec
+from engine.runtime.io.broker.spec import StreamSpec
 
 
 @pytest.fixture

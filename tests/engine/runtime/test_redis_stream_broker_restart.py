@@ -15,8 +15,8 @@ import pytest
 import redis
 
 from engine.runtime.api import start_run
-from engine.runtime.metrics import CollectingPublisher
-from engine.runtime.sinks import clear_memory_sink, memory_sink_rows
+from engine.runtime.driver.metrics import CollectingPublisher
+from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 from tests.engine.runtime.broker_jobs import (
     batch_windows,
     fill_stream,

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import redis
 
-from engine.runtime.session import project_root
+from engine.runtime.spark.session import project_root
 from tests.engine.runtime.broker_jobs import (
     batch_windows,
     fill_stream,

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from engine.runtime.api import start_run, stop_run
+from engine.runtime.driver.metrics import CollectingPublisher
 from engine.runtime.errors import failure_summary
-from engine.runtime.metrics import CollectingPublisher
 from tests.engine.runtime.jobs import wait_epoch, window_job
 
 # Spark's ANSI mode fails the cast of a string like 'view' at run time: every epoch fails.

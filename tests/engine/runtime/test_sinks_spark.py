@@ -8,14 +8,14 @@ import psycopg2
 import pyarrow.parquet as pq
 import pytest
 
-from engine.runtime.postgres_sink import PostgresSink
-from engine.runtime.sinks import FilesSink, MemorySink, clear_memory_sink, memory_sink_rows
+from engine.runtime.io.postgres_sink import PostgresSink
+from engine.runtime.io.sinks import FilesSink, MemorySink, clear_memory_sink, memory_sink_rows
 
 pytestmark = pytest.mark.spark
 
 
 def test_postgres_sink_commits_each_epoch_exactly_once(spark, postgres_dsn) -> None:  # type: ignore[no-untyped-def]
-    from engine.runtime.data_access import sink_schema
+    from engine.runtime.io.data_access import sink_schema
 
     table = f"sink_{uuid.uuid4().hex[:8]}"
     sink = PostgresSink(table, "run-7", f"test/{table}", dsn=postgres_dsn)

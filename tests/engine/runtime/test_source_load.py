@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from engine.dag import parse_job_graph
-from engine.runtime.commands import Command
+from engine.runtime.control.commands import Command
+from engine.runtime.control.run_config import apply_command, initial_config
 from engine.runtime.errors import CommandRejected
-from engine.runtime.run_config import apply_command, initial_config
-from engine.runtime.source_load import ClockSource, SourceLoad, source_figures
+from engine.runtime.io.source_load import ClockSource, SourceLoad, source_figures
 
 
 def test_an_epoch_takes_what_is_due_up_to_the_cap():

@@ -8,8 +8,8 @@ import uuid
 import pytest
 
 from engine.runtime.api import start_run
-from engine.runtime.metrics import CollectingPublisher
-from engine.runtime.sinks import clear_memory_sink, memory_sink_rows
+from engine.runtime.driver.metrics import CollectingPublisher
+from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 
 pytestmark = pytest.mark.spark
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine.dag.expressions import ExpressionSyntaxError
-from engine.runtime.sql_parser import parse_expression_tree
+from engine.runtime.spark.sql_parser import parse_expression_tree
 
 pytestmark = pytest.mark.spark
 

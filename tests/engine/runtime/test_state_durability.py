@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 import redis
 
-from engine.runtime.session import project_root
+from engine.runtime.spark.session import project_root
 from engine.runtime.state.redis_durability import (
     FSYNC_ALWAYS,
     NOT_DURABLE,

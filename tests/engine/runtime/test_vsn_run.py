@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from engine.runtime.api import request_reconfiguration, start_run
-from engine.runtime.driver import JobRun
-from engine.runtime.metrics import CollectingPublisher, CollectingRecorder
-from engine.runtime.sinks import clear_memory_sink, memory_sink_rows
+from engine.runtime.driver.job_run import JobRun
+from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
+from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 from tests.engine.runtime.jobs import actual_windows, expected_windows, wait_epoch, window_job
 
 pytestmark = pytest.mark.spark

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from engine.runtime.operators.window_groups import process_group_instance
+from engine.runtime.operators.window_merge import KG, TIME_US, assign_windows
+from engine.runtime.operators.window_spec import parse_window_spec
+from engine.runtime.operators.window_worker import process_window_instance, window_state_schema
+from engine.runtime.stage.vsn_worker import EpochTask, InstanceReport
 from engine.runtime.state.memory import MemoryStateStore
-from engine.runtime.vsn_worker import EpochTask, InstanceReport
-from engine.runtime.window_groups import process_group_instance
-from engine.runtime.window_merge import KG, TIME_US, assign_windows
-from engine.runtime.window_spec import parse_window_spec
-from engine.runtime.window_worker import process_window_instance, window_state_schema
 
 # Both layouts must behave alike: keyed entries (Redis) and whole groups (embedded store).
 LAYOUTS = [process_window_instance, process_group_instance]

@@ -55,11 +55,6 @@ def dag_normalized(document: dict[str, Any]) -> dict[str, Any]:
     return parse_job_graph(document).to_dict()
 
 
-def dag_plan(document: dict[str, Any]) -> dict[str, Any]:
-    """The physical plan of a valid document: parallel regions, routing, pinned operators."""
-    return plan_job(parse_job_graph(document)).to_dict()
-
-
 def dag_parallelism(document: dict[str, Any]) -> dict[str, int]:
     """Instances per operator."""
     return {op.id: op.parallelism for op in parse_job_graph(document).operators}

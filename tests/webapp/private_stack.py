@@ -1,4 +1,5 @@
-"""A private, throw-away instance of the whole product, for end-to-end tests and benchmarks.
+"""A private, throw-away instance of the whole product, for end-to-end tests and benchmarks
+(a test harness: the product itself never starts one).
 
 `PrivateStack` runs `python -m webapp.launcher run` on a free port with its own embedded
 PostgreSQL and Redis in a temporary folder, so it neither needs nor touches anything configured

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from tests.engine.runtime.jobs import actual_windows, expected_windows_planned, window_job
-from webapp.launcher.private_stack import PrivateStack, wait_for
+from tests.webapp.private_stack import PrivateStack, wait_for
 
 pytestmark = pytest.mark.spark
 

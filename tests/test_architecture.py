@@ -100,7 +100,7 @@ def test_the_runtime_is_made_of_its_rooms():
     packages = {p.name for p in RUNTIME.iterdir() if (p / "__init__.py").exists()}
     modules = {p.stem for p in RUNTIME.glob("*.py")}
     assert packages == set(ROOMS)
-    assert modules == {"__init__", "__main__", "api", "cli", "errors"}
+    assert modules == {"__init__", "api", "cli", "errors"}
 
 
 def test_each_runtime_room_imports_only_the_rooms_below_it():

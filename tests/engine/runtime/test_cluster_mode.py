@@ -42,7 +42,7 @@ def test_rescale_on_a_standalone_cluster_with_the_redis_store(
         command = [
             sys.executable,
             "-m",
-            "engine.runtime",
+            "engine",
             "run",
             str(dag),
             "--checkpoint",

@@ -75,7 +75,7 @@ def test_sigkill_at_random_points_then_restart_is_exactly_once(
     command = [
         sys.executable,
         "-m",
-        "engine.runtime",
+        "engine",
         "run",
         str(dag),
         "--checkpoint",

@@ -49,7 +49,7 @@ def test_sigkill_mid_epoch_then_restart_reads_each_entry_once(
     dag.write_text(json.dumps(stream_job(
         url, [stream], CAP, {"type": "sink.files", "params": {"path": "out",
                                                               "format": "parquet"}})))
-    command = [sys.executable, "-m", "engine.runtime", "run", str(dag), "--checkpoint",
+    command = [sys.executable, "-m", "engine", "run", str(dag), "--checkpoint",
                str(tmp_path / "ckpt"), "--trigger-ms", "0", "--stop-after-epoch", str(last)]
     env = {**os.environ, "PYTHONPATH": project_root(), "STREAMSCALE_DATA_DIR": str(tmp_path)}
     rng = random.Random(20261123)

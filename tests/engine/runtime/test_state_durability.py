@@ -56,7 +56,7 @@ def test_the_engine_refuses_a_lossy_state_redis_before_starting_spark(tmp_path: 
     dag.write_text(json.dumps(window_job({"type": "sink.memory", "params": {}})))
     try:
         refused = subprocess.run(
-            [sys.executable, "-m", "engine.runtime", "run", str(dag), "--checkpoint",
+            [sys.executable, "-m", "engine", "run", str(dag), "--checkpoint",
              str(tmp_path / "ckpt"), "--state", lossy.url],
             capture_output=True, text=True, timeout=120,
             env={**os.environ, "PYTHONPATH": project_root()},
@@ -111,7 +111,7 @@ def test_a_state_redis_killed_mid_run_leaves_the_results_exact(
     dag.write_text(json.dumps(
         window_job({"type": "sink.files", "params": {"path": "out", "format": "parquet"}})))
     command = [
-        sys.executable, "-m", "engine.runtime", "run", str(dag), "--checkpoint",
+        sys.executable, "-m", "engine", "run", str(dag), "--checkpoint",
         str(tmp_path / "ckpt"), "--master", cluster.url, "--run-id", "state-kill",
         "--state", state.url, "--epoch-ms", "1000", "--trigger-ms", "0",
         "--stop-after-epoch", str(LAST_EPOCH),

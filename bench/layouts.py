@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.window_groups import process_group_instance
-from engine.runtime.operators.window_merge import KG, TIME_US
 from engine.runtime.operators.window_spec import parse_window_spec
 from engine.runtime.operators.window_worker import process_window_instance, window_state_schema
 from engine.runtime.stage.vsn_worker import EpochTask, InstanceReport

@@ -16,13 +16,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.runtime.operators.columns import TIME_US
 from engine.runtime.operators.durations import parse_duration_us
 from engine.runtime.operators.key_params import key_columns
 from engine.runtime.state.base import EMITTED
 
 FIRST = "__first_us"
-KG = "__kg"
-TIME_US = "__time_us"
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.dedupe import (
-    KG,
-    TIME_US,
     DedupeSpec,
     group_table,
     kept_rows,

@@ -25,12 +25,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.runtime.errors import UnsupportedJobError
+from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.durations import parse_duration_us
 from engine.runtime.operators.key_params import key_columns
 
-KG = "__kg"
 SIDE = "__side"
-TIME_US = "__time_us"
 LEFT, RIGHT = 0, 1
 _LEFT_ROW, _RIGHT_ROW, _RIGHT_TIME = "__left_row", "__right_row", "__right_time_us"
 

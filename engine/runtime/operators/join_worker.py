@@ -6,14 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.runtime.operators.join import (
-    KG,
-    JoinSpec,
-    new_pairs,
-    side_maxima,
-    unexpired,
-    usable_rows,
-)
+from engine.runtime.operators.columns import KG
+from engine.runtime.operators.join import JoinSpec, new_pairs, side_maxima, unexpired, usable_rows
 from engine.runtime.operators.window_merge import slices_by_group
 from engine.runtime.state import StateStore
 from engine.runtime.state.base import EMITTED

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.window_spec import (
     MAX_EVENT,
     ROWS,
@@ -20,9 +21,6 @@ from engine.runtime.operators.window_spec import (
     WindowSpec,
 )
 from engine.runtime.state.base import EMITTED
-
-KG = "__kg"
-TIME_US = "__time_us"
 
 
 def partial_columns(spec: WindowSpec) -> list[str]:

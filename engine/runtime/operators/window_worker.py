@@ -13,8 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.runtime.operators.columns import KG
 from engine.runtime.operators.window_merge import (
-    KG,
     drop_late,
     finalize,
     merge_partials,

@@ -35,7 +35,12 @@ from engine.runtime.spark.frames import (
 )
 from engine.runtime.stage.regions import StageClock
 from engine.runtime.stage.stateless import STATELESS_TYPES, apply_stateless
-from engine.runtime.stage.vsn_stage import run_dedupe_stage, run_join_stage, run_window_stage
+from engine.runtime.stage.vsn_stage import (
+    StageEpoch,
+    run_dedupe_stage,
+    run_join_stage,
+    run_window_stage,
+)
 from engine.runtime.state import StoreSpec
 
 # Sources read from an outside system: read once per epoch, kept for the epoch's other jobs.
@@ -151,9 +156,7 @@ class EpochPipeline:
         config = self.config[op_id]
         assert config.owners is not None
         with self._action(op_id):
-            stage = stage_fn(
-                spec,
-                inputs,
+            at = StageEpoch(
                 self.epoch,
                 self.graph.key_groups,
                 config.owners,
@@ -161,6 +164,7 @@ class EpochPipeline:
                 self.watermarks.get(op_id),
                 self.store,
             )
+            stage = stage_fn(spec, inputs, at)
         self._cached.append(stage.cached)
         result.stage_reports[op_id] = stage.reports
         result.rows_out[op_id] = sum(r["rows_out"] for r in stage.reports)

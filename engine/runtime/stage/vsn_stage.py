@@ -16,17 +16,16 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from engine.runtime.operators.dedupe import TIME_US as DEDUPE_TIME
+from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.dedupe import DedupeSpec
 from engine.runtime.operators.join import LEFT, RIGHT, SIDE, JoinSpec
-from engine.runtime.operators.join import TIME_US as JOIN_TIME
-from engine.runtime.operators.window_merge import KG, TIME_US
 from engine.runtime.operators.window_spec import WINDOW_END, WINDOW_START, WindowSpec
 from engine.runtime.operators.window_worker import window_state_schema
 from engine.runtime.stage.vsn_worker import REPORT, EpochTask, run_instance
@@ -43,6 +42,20 @@ class StageResult:
     rows: DataFrame
     reports: list[dict[str, Any]]
     cached: DataFrame
+
+
+@dataclass(frozen=True)
+class StageEpoch:
+    """Where and how one epoch of a keyed operator runs: the epoch, the job's key groups,
+    this epoch's owner of each key group, the instances, the operator's watermark (event
+    time in micros) and the state store."""
+
+    epoch: int
+    key_groups: int
+    owners: tuple[int, ...]
+    parallelism: int
+    watermark_us: int | None
+    store: StoreSpec
 
 
 def key_group_column(keys: tuple[str, ...], key_groups: int) -> Column:
@@ -98,45 +111,21 @@ def _aggregate_type(
     return source
 
 
-def run_window_stage(
-    spec: WindowSpec,
-    df: DataFrame,
-    epoch: int,
-    key_groups: int,
-    owners: tuple[int, ...],
-    parallelism: int,
-    watermark_us: int | None,
-    store: StoreSpec,
-) -> StageResult:
+def run_window_stage(spec: WindowSpec, df: DataFrame, at: StageEpoch) -> StageResult:
     """Runs one epoch of a window aggregate through the VSN instances."""
-    rows = stage_input(spec, df, key_groups)
-    struct = output_struct(spec, rows)
-    task = _task(spec, rows, struct, epoch, watermark_us, owners, store)
-    timezone = rows.sparkSession.conf.get("spark.sql.session.timeZone")
-    input_schema = to_arrow_schema(rows.schema, timezone=timezone)
-    task = replace(task, state_schema=window_state_schema(spec, input_schema))
-    emitted, reports, cached = _run_instances(rows, task, struct, parallelism)
-    return StageResult(rows=_with_timestamps(emitted), reports=reports, cached=cached)
+    rows = stage_input(spec, df, at.key_groups)
+    state_schema = window_state_schema(spec, _arrow_schema(rows, rows.schema))
+    stage = _run_stage(spec, rows, output_struct(spec, rows), at, state_schema)
+    return replace(stage, rows=_with_timestamps(stage.rows))
 
 
-def run_dedupe_stage(
-    spec: DedupeSpec,
-    df: DataFrame,
-    epoch: int,
-    key_groups: int,
-    owners: tuple[int, ...],
-    parallelism: int,
-    watermark_us: int | None,
-    store: StoreSpec,
-) -> StageResult:
+def run_dedupe_stage(spec: DedupeSpec, df: DataFrame, at: StageEpoch) -> StageResult:
     """Runs one epoch of a dedupe through the VSN instances; rows keep their columns."""
     struct = _with_report([(f.name, f.dataType) for f in df.schema.fields])
-    rows = df.withColumn(KG, key_group_column(spec.keys, key_groups)).withColumn(
-        DEDUPE_TIME, F.unix_micros(F.col(spec.time))
+    rows = df.withColumn(KG, key_group_column(spec.keys, at.key_groups)).withColumn(
+        TIME_US, F.unix_micros(F.col(spec.time))
     )
-    task = _task(spec, rows, struct, epoch, watermark_us, owners, store)
-    emitted, reports, cached = _run_instances(rows, task, struct, parallelism)
-    return StageResult(rows=emitted, reports=reports, cached=cached)
+    return _run_stage(spec, rows, struct, at)
 
 
 def join_input(
@@ -161,7 +150,7 @@ def join_input(
         return df.select(
             key_group_column(spec.keys, key_groups).alias(KG),
             F.lit(which).cast("tinyint").alias(SIDE),
-            F.unix_micros(F.col(spec.time)).alias(JOIN_TIME),
+            F.unix_micros(F.col(spec.time)).alias(TIME_US),
             *[column(c, left_types[c]) for c in spec.left_columns],
             *[column(c, right_types[c]) for c in spec.right_columns],
         )
@@ -175,21 +164,12 @@ def join_input(
 
 
 def run_join_stage(
-    spec: JoinSpec,
-    inputs: tuple[DataFrame, DataFrame],
-    epoch: int,
-    key_groups: int,
-    owners: tuple[int, ...],
-    parallelism: int,
-    watermark_us: int | None,
-    store: StoreSpec,
+    spec: JoinSpec, inputs: tuple[DataFrame, DataFrame], at: StageEpoch
 ) -> StageResult:
     """Runs one epoch of a stream-stream join through the VSN instances."""
     left, right = inputs
-    spec, rows, struct = join_input(spec, left, right, key_groups)
-    task = _task(spec, rows, struct, epoch, watermark_us, owners, store)
-    emitted, reports, cached = _run_instances(rows, task, struct, parallelism)
-    return StageResult(rows=emitted, reports=reports, cached=cached)
+    spec, rows, struct = join_input(spec, left, right, at.key_groups)
+    return _run_stage(spec, rows, struct, at)
 
 
 def _with_report(fields: list[tuple[str, T.DataType]]) -> T.StructType:
@@ -200,19 +180,25 @@ def _with_report(fields: list[tuple[str, T.DataType]]) -> T.StructType:
     )
 
 
-def _task(
+def _arrow_schema(rows: DataFrame, struct: T.StructType) -> pa.Schema:
+    timezone = rows.sparkSession.conf.get("spark.sql.session.timeZone")
+    return to_arrow_schema(struct, timezone=timezone)
+
+
+def _run_stage(
     spec: WindowSpec | DedupeSpec | JoinSpec,
     rows: DataFrame,
     struct: T.StructType,
-    epoch: int,
-    watermark_us: int | None,
-    owners: tuple[int, ...],
-    store: StoreSpec,
-) -> EpochTask:
-    """The epoch's task for the instances, with ``struct`` as an Arrow schema."""
-    timezone = rows.sparkSession.conf.get("spark.sql.session.timeZone")
-    schema = to_arrow_schema(struct, timezone=timezone)
-    return EpochTask(spec, store, epoch, watermark_us, owners, schema)
+    at: StageEpoch,
+    state_schema: pa.Schema | None = None,
+) -> StageResult:
+    """The epoch's task for the instances (``struct`` as an Arrow schema), run on them."""
+    task = EpochTask(
+        spec, at.store, at.epoch, at.watermark_us, at.owners, _arrow_schema(rows, struct),
+        state_schema,
+    )
+    emitted, reports, cached = _run_instances(rows, task, struct, at.parallelism)
+    return StageResult(rows=emitted, reports=reports, cached=cached)
 
 
 def _run_instances(

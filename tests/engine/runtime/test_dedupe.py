@@ -14,7 +14,8 @@ from engine.runtime.api import request_reconfiguration, start_run
 from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 from engine.runtime.io.sources import GeneratorSpec, generator_batch
-from engine.runtime.operators.dedupe import TIME_US, kept_rows, parse_dedupe_spec
+from engine.runtime.operators.columns import TIME_US
+from engine.runtime.operators.dedupe import kept_rows, parse_dedupe_spec
 from tests.engine.runtime.jobs import KEYS, ROWS_PER_SECOND
 
 SPEC = parse_dedupe_spec("d", {"key": ["k"], "time": "t", "within": "10 seconds"})

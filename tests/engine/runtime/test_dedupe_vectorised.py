@@ -7,7 +7,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.runtime.operators.dedupe import FIRST, TIME_US, kept_rows, parse_dedupe_spec
+from engine.runtime.operators.columns import TIME_US
+from engine.runtime.operators.dedupe import FIRST, kept_rows, parse_dedupe_spec
 
 SPEC = parse_dedupe_spec("d", {"key": ["k"], "time": "t", "within": "5 seconds"})
 S = 1_000_000

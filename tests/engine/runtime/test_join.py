@@ -18,10 +18,9 @@ from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorde
 from engine.runtime.errors import CommandRejected
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 from engine.runtime.io.sources import GeneratorSpec, generator_batch
+from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.join import (
-    KG,
     SIDE,
-    TIME_US,
     change_refused,
     matches,
     parse_join_spec,

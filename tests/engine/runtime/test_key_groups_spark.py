@@ -23,7 +23,7 @@ def test_spark_key_groups_match_the_python_mapping(spark) -> None:  # type: igno
 
 def test_instance_routing_gives_each_partition_exactly_its_key_groups(spark) -> None:  # type: ignore[no-untyped-def]
     from engine.mapping import balanced_assignment
-    from engine.runtime.operators.window_merge import KG
+    from engine.runtime.operators.columns import KG
     from engine.runtime.stage.vsn_stage import instance_column
 
     owners = balanced_assignment(32, 5).owners

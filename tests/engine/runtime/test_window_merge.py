@@ -6,8 +6,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.window_groups import process_group_instance
-from engine.runtime.operators.window_merge import KG, TIME_US, assign_windows
+from engine.runtime.operators.window_merge import assign_windows
 from engine.runtime.operators.window_spec import parse_window_spec
 from engine.runtime.operators.window_worker import process_window_instance, window_state_schema
 from engine.runtime.stage.vsn_worker import EpochTask, InstanceReport

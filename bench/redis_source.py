@@ -71,14 +71,13 @@ def fill_streams(spark: SparkSession, url: str, streams: list[str], rows: int,
 def stream_job(url: str, streams: list[str], rows_per_batch: int, parallelism: int,
                sink: str) -> dict[str, Any]:
     """The generator's window-count job with the Redis streams as its source."""
-    job = window_count_job(rows_per_batch, parallelism, sink)
-    job["operators"][0] = {
+    source = {
         "id": "events", "type": "source.redis_stream",
         "params": {"url": url, "streams": streams, "start": "earliest",
                    "max_entries_per_epoch": rows_per_batch, "schema": SCHEMA,
                    "time_field": "event_time"},
     }
-    return job
+    return window_count_job(source, parallelism, sink)
 
 
 def run_redis(spark: SparkSession, url: str, rows_per_batch: int, epochs: int,

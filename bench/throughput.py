@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from bench.builtin import progress_ms, run_builtin
-from bench.workload import window_count_job
+from bench.workload import generator_source, window_count_job
 from engine.runtime.api import start_run
 from engine.runtime.driver.metrics import CollectingPublisher
 from engine.runtime.io.sinks import clear_memory_sink
@@ -30,7 +30,7 @@ def run_vsn(spark: Any, rows_per_batch: int, epochs: int, parallelism: int) -> l
     metrics' ``batch_duration_ms`` leaves out Spark's offset and commit logs)."""
     publisher = CollectingPublisher()
     with tempfile.TemporaryDirectory(prefix="bench-vsn-") as checkpoint:
-        job = window_count_job(rows_per_batch, parallelism, "bench_throughput")
+        job = window_count_job(generator_source(rows_per_batch), parallelism, "bench_throughput")
         run = start_run(
             job,
             checkpoint=checkpoint,

@@ -23,6 +23,7 @@ from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
 from bench.builtin import progress_ms
+from bench.rounds import alternating_rounds, rows_per_s
 from bench.throughput import run_vsn
 from bench.workload import KEYS, window_count_job
 from engine.runtime.api import start_run
@@ -113,15 +114,9 @@ def measure_redis_row(spark: SparkSession, rows_per_batch: int = 50_000, epochs:
         return run_redis(spark, url, rows_per_batch, epochs, parallelism)
 
     started = time.monotonic()
-    from_redis(), generator()
-    redis_ms: list[float] = []
-    generator_ms: list[float] = []
-    for round_ in range(rounds):
-        first, second = (from_redis, generator) if round_ % 2 == 0 else (generator, from_redis)
-        (redis_ms if first is from_redis else generator_ms).extend(first())
-        (redis_ms if second is from_redis else generator_ms).extend(second())
-    redis_rate = rows_per_batch * len(redis_ms) / (sum(redis_ms) / 1000.0)
-    generator_rate = rows_per_batch * len(generator_ms) / (sum(generator_ms) / 1000.0)
+    redis_ms, generator_ms = alternating_rounds(from_redis, generator, rounds)
+    redis_rate = rows_per_s(rows_per_batch, redis_ms)
+    generator_rate = rows_per_s(rows_per_batch, generator_ms)
     return {
         "rows_per_batch": rows_per_batch,
         "streams": STREAMS,

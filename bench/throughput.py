@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from bench.builtin import progress_ms, run_builtin
+from bench.rounds import alternating_rounds, rows_per_s
 from bench.workload import generator_source, window_count_job
 from engine.runtime.api import start_run
 from engine.runtime.driver.metrics import CollectingPublisher
@@ -67,18 +68,9 @@ def measure(
 
     from bench.redis_source import measure_redis_row
 
-    builtin(), vsn()
-    vsn_ms: list[float] = []
-    spark_ms: list[float] = []
-    for round_ in range(rounds):
-        if round_ % 2:
-            vsn_ms += vsn()
-            spark_ms += builtin()
-        else:
-            spark_ms += builtin()
-            vsn_ms += vsn()
-    vsn_rate = rows_per_batch * len(vsn_ms) / (sum(vsn_ms) / 1000.0)
-    spark_rate = rows_per_batch * len(spark_ms) / (sum(spark_ms) / 1000.0)
+    spark_ms, vsn_ms = alternating_rounds(builtin, vsn, rounds)
+    vsn_rate = rows_per_s(rows_per_batch, vsn_ms)
+    spark_rate = rows_per_s(rows_per_batch, spark_ms)
     return {
         "rows_per_batch": rows_per_batch,
         "keys": 100_000,

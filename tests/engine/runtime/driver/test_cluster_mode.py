@@ -18,9 +18,9 @@ from engine.runtime.control.channel import RedisControlChannel
 from engine.runtime.spark.session import project_root
 from engine.runtime.state import StoreSpec, open_store
 from tests.engine.runtime.cluster import LoopbackCluster
+from tests.engine.runtime.driver.test_exactly_once_kill import _lines, _wait_for_epoch_line
 from tests.engine.runtime.jobs import actual_windows, expected_windows, window_job
 from tests.engine.runtime.state_redis import StateRedis, state_redis_fixture  # noqa: F401
-from tests.engine.runtime.test_exactly_once_kill import _lines, _wait_for_epoch_line
 
 pytestmark = pytest.mark.spark
 

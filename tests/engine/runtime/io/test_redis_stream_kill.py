@@ -27,7 +27,7 @@ from tests.engine.runtime.broker_jobs import (
     stream_job,
     write_tail,
 )
-from tests.engine.runtime.test_exactly_once_kill import _lines, _wait_for_epoch_line
+from tests.engine.runtime.driver.test_exactly_once_kill import _lines, _wait_for_epoch_line
 
 pytestmark = pytest.mark.spark
 

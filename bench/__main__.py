@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         result = measure_api(clients=args.clients or 50, seconds=args.seconds)
     elif args.benchmark == "throughput" and args.only == "redis_stream":
         from bench.redis_source import measure_redis_row
-        from engine.runtime.session import build_session
+        from engine.runtime.spark.session import build_session
 
         result = measure_redis_row(build_session(app_name="bench-throughput"))
     elif args.benchmark == "layouts":

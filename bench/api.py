@@ -23,7 +23,7 @@ from typing import Any
 
 import psutil
 
-from webapp.launcher.private_stack import ApiClient, PrivateStack, wait_for
+from tests.webapp.private_stack import ApiClient, PrivateStack, wait_for
 
 REQUEST_TIMEOUT_S = 30.0
 

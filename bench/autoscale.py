@@ -36,11 +36,11 @@ from typing import Any
 from engine.policies.autoscale import AutoscaleLoop, AutoscaleSettings, Decision
 from engine.policies.load import load_model
 from engine.runtime.api import load_graph, request_reconfiguration, start_run
-from engine.runtime.control import RedisControlChannel
-from engine.runtime.driver import JobRun
-from engine.runtime.metrics import CollectingPublisher, CollectingRecorder
-from engine.runtime.session import build_session
-from engine.runtime.sinks import clear_memory_sink, memory_sink_rows
+from engine.runtime.control.channel import RedisControlChannel
+from engine.runtime.driver.job_run import JobRun
+from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
+from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
+from engine.runtime.spark.session import build_session
 
 SINK = "bench_autoscale"
 WINDOW, SLIDE, WATERMARK = "30 seconds", "1 second", "2 seconds"
@@ -268,7 +268,7 @@ def _exact(spark: Any, run: JobRun) -> bool:
     seconds: the slide is 1 s)."""
     from pyspark.sql import functions as F
 
-    from engine.runtime.sources import GeneratorSpec, generator_batch
+    from engine.runtime.io.sources import GeneratorSpec, generator_batch
 
     last = run.last_epoch
     assert last is not None

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from bench.autoscale import overload_job
-from webapp.launcher.private_stack import PrivateStack, wait_for
+from tests.webapp.private_stack import PrivateStack, wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 OUT = Path(__file__).resolve().parent.parent / "docs" / "screenshots"

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from bench.workload import KEYS, WATERMARK, WINDOW
-from engine.runtime.sources import GeneratorSpec, read_generator
+from engine.runtime.io.sources import GeneratorSpec, read_generator
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 

@@ -30,7 +30,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from webapp.launcher.private_stack import ApiClient, PrivateStack, wait_for
+from tests.webapp.private_stack import ApiClient, PrivateStack, wait_for
 
 BENCH_DAG = {
     "name": "bench-control-plane",

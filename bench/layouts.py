@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from engine.runtime.operators.columns import KG, TIME_US
+from engine.runtime.operators.window_groups import process_group_instance
+from engine.runtime.operators.window_spec import parse_window_spec
+from engine.runtime.operators.window_worker import process_window_instance, window_state_schema
+from engine.runtime.stage.vsn_worker import EpochTask, InstanceReport
 from engine.runtime.state import StoreSpec, open_store
-from engine.runtime.vsn_worker import EpochTask, InstanceReport
-from engine.runtime.window_groups import process_group_instance
-from engine.runtime.window_merge import KG, TIME_US
-from engine.runtime.window_spec import parse_window_spec
-from engine.runtime.window_worker import process_window_instance, window_state_schema
 
 ROWS = 100_000
 SPEC = parse_window_spec(

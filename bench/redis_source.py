@@ -23,12 +23,13 @@ from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
 from bench.builtin import progress_ms
+from bench.rounds import alternating_rounds, rows_per_s
 from bench.throughput import run_vsn
 from bench.workload import KEYS, window_count_job
 from engine.runtime.api import start_run
-from engine.runtime.metrics import CollectingPublisher
-from engine.runtime.sinks import clear_memory_sink
-from engine.runtime.sources import GeneratorSpec, generator_batch
+from engine.runtime.driver.metrics import CollectingPublisher
+from engine.runtime.io.sinks import clear_memory_sink
+from engine.runtime.io.sources import GeneratorSpec, generator_batch
 
 # A run's first epochs on the streams are slow while Spark warms up the data source's read
 # path (8 epochs: from ~3 s down to ~1.2 s); both sources are measured after as many.
@@ -71,14 +72,13 @@ def fill_streams(spark: SparkSession, url: str, streams: list[str], rows: int,
 def stream_job(url: str, streams: list[str], rows_per_batch: int, parallelism: int,
                sink: str) -> dict[str, Any]:
     """The generator's window-count job with the Redis streams as its source."""
-    job = window_count_job(rows_per_batch, parallelism, sink)
-    job["operators"][0] = {
+    source = {
         "id": "events", "type": "source.redis_stream",
         "params": {"url": url, "streams": streams, "start": "earliest",
                    "max_entries_per_epoch": rows_per_batch, "schema": SCHEMA,
                    "time_field": "event_time"},
     }
-    return job
+    return window_count_job(source, parallelism, sink)
 
 
 def run_redis(spark: SparkSession, url: str, rows_per_batch: int, epochs: int,
@@ -114,15 +114,9 @@ def measure_redis_row(spark: SparkSession, rows_per_batch: int = 50_000, epochs:
         return run_redis(spark, url, rows_per_batch, epochs, parallelism)
 
     started = time.monotonic()
-    from_redis(), generator()
-    redis_ms: list[float] = []
-    generator_ms: list[float] = []
-    for round_ in range(rounds):
-        first, second = (from_redis, generator) if round_ % 2 == 0 else (generator, from_redis)
-        (redis_ms if first is from_redis else generator_ms).extend(first())
-        (redis_ms if second is from_redis else generator_ms).extend(second())
-    redis_rate = rows_per_batch * len(redis_ms) / (sum(redis_ms) / 1000.0)
-    generator_rate = rows_per_batch * len(generator_ms) / (sum(generator_ms) / 1000.0)
+    redis_ms, generator_ms = alternating_rounds(from_redis, generator, rounds)
+    redis_rate = rows_per_s(rows_per_batch, redis_ms)
+    generator_rate = rows_per_s(rows_per_batch, generator_ms)
     return {
         "rows_per_batch": rows_per_batch,
         "streams": STREAMS,

@@ -33,13 +33,13 @@ import uuid
 from typing import Any
 
 from bench.builtin import start_builtin, use_rocksdb
-from bench.workload import window_count_job
+from bench.workload import generator_source, window_count_job
 from engine.runtime.api import request_reconfiguration, start_run
-from engine.runtime.control import RedisControlChannel
-from engine.runtime.driver import JobRun
-from engine.runtime.metrics import CollectingPublisher, CollectingRecorder
-from engine.runtime.session import build_session
-from engine.runtime.sinks import clear_memory_sink
+from engine.runtime.control.channel import RedisControlChannel
+from engine.runtime.driver.job_run import JobRun
+from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
+from engine.runtime.io.sinks import clear_memory_sink
+from engine.runtime.spark.session import build_session
 
 STEPS = (8, 3, 4, 3, 4, 3, 4, 3, 4, 3, 4, 3)
 WARMUP = 10  # epochs before the first rescale: JIT and Python workers warm up
@@ -70,7 +70,7 @@ def run_vsn_rescales(spark: Any, rows_per_batch: int, epochs: int) -> dict[str, 
     publisher, recorder = CollectingPublisher(), CollectingRecorder()
     url, prefix = product_redis_url(), f"bench-rescale-{uuid.uuid4().hex[:8]}:"
     with tempfile.TemporaryDirectory(prefix="bench-rescale-") as checkpoint:
-        job = window_count_job(rows_per_batch, 2, "bench_rescale")
+        job = window_count_job(generator_source(rows_per_batch), 2, "bench_rescale")
         run = start_run(job, checkpoint=checkpoint, publisher=publisher, recorder=recorder,
                         spark=spark, epoch_ms=1000, trigger_ms=0, stop_after_epoch=epochs - 1,
                         control_url=url, control_prefix=prefix)

@@ -36,9 +36,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from bench.builtin import progress_ms, use_rocksdb
+from bench.workload import window_count_job
 from engine.runtime.api import start_run
-from engine.runtime.metrics import CollectingPublisher
-from engine.runtime.session import build_session
+from engine.runtime.driver.metrics import CollectingPublisher
+from engine.runtime.spark.session import build_session
 from engine.runtime.state import open_store
 
 WINDOW = "1 hour"
@@ -91,36 +92,19 @@ def write_input(
 
 def state_job(source: Input, parallelism: int) -> dict[str, Any]:
     """files -> window_aggregate(count per campaign, one hour) -> memory sink."""
-    return {
-        "name": "bench-state",
-        "key_groups": 128,
-        "operators": [
-            {
-                "id": "events",
-                "type": "source.files",
-                "params": {
-                    "path": source.path,
-                    "format": "parquet",
-                    "schema": SCHEMA,
-                    "max_files_per_trigger": 1,
-                },
-            },
-            {
-                "id": "counts",
-                "type": "window_aggregate",
-                "parallelism": parallelism,
-                "params": {
-                    "key": ["campaign_id"],
-                    "time": "event_time",
-                    "window": WINDOW,
-                    "watermark": WATERMARK,
-                    "aggregates": {"events": "count(*)"},
-                },
-            },
-            {"id": "out", "type": "sink.memory", "params": {"name": "bench_state"}},
-        ],
-        "edges": [{"from": "events", "to": "counts"}, {"from": "counts", "to": "out"}],
+    files = {
+        "id": "events",
+        "type": "source.files",
+        "params": {
+            "path": source.path,
+            "format": "parquet",
+            "schema": SCHEMA,
+            "max_files_per_trigger": 1,
+        },
     }
+    return window_count_job(
+        files, parallelism, "bench_state", name="bench-state", window=WINDOW, watermark=WATERMARK
+    )
 
 
 def run_vsn(

@@ -15,11 +15,12 @@ import time
 from typing import Any
 
 from bench.builtin import progress_ms, run_builtin
-from bench.workload import window_count_job
+from bench.rounds import alternating_rounds, rows_per_s
+from bench.workload import generator_source, window_count_job
 from engine.runtime.api import start_run
-from engine.runtime.metrics import CollectingPublisher
-from engine.runtime.session import build_session
-from engine.runtime.sinks import clear_memory_sink
+from engine.runtime.driver.metrics import CollectingPublisher
+from engine.runtime.io.sinks import clear_memory_sink
+from engine.runtime.spark.session import build_session
 
 WARMUP = 3
 
@@ -30,7 +31,7 @@ def run_vsn(spark: Any, rows_per_batch: int, epochs: int, parallelism: int) -> l
     metrics' ``batch_duration_ms`` leaves out Spark's offset and commit logs)."""
     publisher = CollectingPublisher()
     with tempfile.TemporaryDirectory(prefix="bench-vsn-") as checkpoint:
-        job = window_count_job(rows_per_batch, parallelism, "bench_throughput")
+        job = window_count_job(generator_source(rows_per_batch), parallelism, "bench_throughput")
         run = start_run(
             job,
             checkpoint=checkpoint,
@@ -67,18 +68,9 @@ def measure(
 
     from bench.redis_source import measure_redis_row
 
-    builtin(), vsn()
-    vsn_ms: list[float] = []
-    spark_ms: list[float] = []
-    for round_ in range(rounds):
-        if round_ % 2:
-            vsn_ms += vsn()
-            spark_ms += builtin()
-        else:
-            spark_ms += builtin()
-            vsn_ms += vsn()
-    vsn_rate = rows_per_batch * len(vsn_ms) / (sum(vsn_ms) / 1000.0)
-    spark_rate = rows_per_batch * len(spark_ms) / (sum(spark_ms) / 1000.0)
+    spark_ms, vsn_ms = alternating_rounds(builtin, vsn, rounds)
+    vsn_rate = rows_per_s(rows_per_batch, vsn_ms)
+    spark_rate = rows_per_s(rows_per_batch, spark_ms)
     return {
         "rows_per_batch": rows_per_batch,
         "keys": 100_000,

@@ -9,25 +9,33 @@ WINDOW = "10 seconds"
 WATERMARK = "2 seconds"
 
 
-def window_count_job(
-    rows_per_batch: int, parallelism: int, sink_name: str, keys: int = KEYS, key_groups: int = 128
-) -> dict[str, Any]:
-    """The job graph: generator -> window_aggregate(count per campaign) -> memory sink.
-
-    One epoch carries one second of event time, so windows close as epochs advance.
-    """
+def generator_source(rows_per_batch: int, keys: int = KEYS) -> dict[str, Any]:
+    """The generator as the job's ``events`` operator: one epoch carries one second of
+    event time, so windows close as epochs advance."""
     return {
-        "name": "bench-window-count",
+        "id": "events",
+        "type": "source.generator",
+        "params": {"rows_per_second": rows_per_batch, "keys": keys},
+    }
+
+
+def window_count_job(
+    source: dict[str, Any],
+    parallelism: int,
+    sink_name: str,
+    *,
+    name: str = "bench-window-count",
+    window: str = WINDOW,
+    watermark: str = WATERMARK,
+    key_groups: int = 128,
+) -> dict[str, Any]:
+    """The job graph: ``source`` (an operator with id ``events``) -> window_aggregate
+    (count per campaign) -> memory sink."""
+    return {
+        "name": name,
         "key_groups": key_groups,
         "operators": [
-            {
-                "id": "events",
-                "type": "source.generator",
-                "params": {
-                    "rows_per_second": rows_per_batch,
-                    "keys": keys,
-                },
-            },
+            source,
             {
                 "id": "counts",
                 "type": "window_aggregate",
@@ -35,8 +43,8 @@ def window_count_job(
                 "params": {
                     "key": ["campaign_id"],
                     "time": "event_time",
-                    "window": WINDOW,
-                    "watermark": WATERMARK,
+                    "window": window,
+                    "watermark": watermark,
                     "aggregates": {"events": "count(*)"},
                 },
             },

@@ -243,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return main_run(arguments[1:])
     if arguments[:1] == ["produce"]:
-        from engine.runtime.broker.produce_cli import main_produce
+        from engine.runtime.io.broker.produce_cli import main_produce
 
         return main_produce(arguments[1:])
     args = build_parser().parse_args(arguments)

@@ -1,7 +1,7 @@
 """Ports the engine's Spark runtime needs from its host (implemented by ``webapp``).
 
-The runtime calls them with plain JSON-ready dicts; see ``engine.runtime.metrics`` for the
-shape of an epoch's metrics and ``engine.runtime.reconfigure`` for an acknowledgement.
+The runtime calls them with plain JSON-ready dicts; see ``engine.runtime.driver.metrics`` for the
+shape of an epoch's metrics and ``engine.runtime.control.reconfigure`` for an acknowledgement.
 """
 
 from __future__ import annotations
@@ -23,10 +23,3 @@ class ReconfigurationRecorder(Protocol):
         """Records an acknowledgement: status applied or rejected, the epoch where it took
         effect, control latency and state bytes moved. Called again with the same
         ``request_id`` after a crash; implementations treat that as a no-op."""
-
-
-class RunStatusListener(Protocol):
-    """Receives a run's status changes (starting, running, stopping, stopped, failed)."""
-
-    def run_status(self, run_id: str, status: str, detail: str | None = None) -> None:
-        """Records the run's new status."""

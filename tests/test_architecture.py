@@ -57,3 +57,65 @@ def test_webapp_reaches_the_engine_through_its_gateway_only():
         if "engine" in _imports(path) and path.name != "engine_gateway.py"
     ]
     assert users == []
+
+
+# The runtime's rooms, bottom up: each may import only the rooms listed for it (and the
+# runtime's root exception, ``engine.runtime.errors``). Nothing in a room imports the entry
+# points above them (``engine.runtime.api``, ``engine.runtime.cli``).
+RUNTIME = ROOT / "engine" / "runtime"
+ROOMS: dict[str, set[str]] = {
+    "spark": set(),
+    "state": set(),
+    "operators": {"state"},
+    "io": {"spark"},
+    "control": {"io"},
+    "stage": {"spark", "state", "operators", "io", "control"},
+    "driver": {"spark", "state", "io", "control", "stage"},
+}
+WITHOUT_SPARK = ("state", "operators", "control")
+
+
+def _modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _room_imports(room: str) -> set[str]:
+    """The other parts of the runtime (rooms or root modules) that ``room`` imports."""
+    parts: set[str] = set()
+    for path in (RUNTIME / room).rglob("*.py"):
+        for name in _modules(path):
+            if name.startswith("engine.runtime."):
+                parts.add(name.split(".")[2])
+    return parts - {room}
+
+
+def test_the_runtime_is_made_of_its_rooms():
+    packages = {p.name for p in RUNTIME.iterdir() if (p / "__init__.py").exists()}
+    modules = {p.stem for p in RUNTIME.glob("*.py")}
+    assert packages == set(ROOMS)
+    assert modules == {"__init__", "api", "cli", "errors"}
+
+
+def test_each_runtime_room_imports_only_the_rooms_below_it():
+    offenders = {
+        room: sorted(_room_imports(room) - allowed - {"errors"})
+        for room, allowed in ROOMS.items()
+    }
+    assert {room: bad for room, bad in offenders.items() if bad} == {}
+
+
+def test_the_rooms_below_the_stage_run_without_spark():
+    offenders = [
+        str(path.relative_to(ROOT))
+        for room in WITHOUT_SPARK
+        for path in (RUNTIME / room).rglob("*.py")
+        if "pyspark" in _imports(path)
+    ]
+    assert offenders == []

@@ -55,11 +55,6 @@ def dag_normalized(document: dict[str, Any]) -> dict[str, Any]:
     return parse_job_graph(document).to_dict()
 
 
-def dag_plan(document: dict[str, Any]) -> dict[str, Any]:
-    """The physical plan of a valid document: parallel regions, routing, pinned operators."""
-    return plan_job(parse_job_graph(document)).to_dict()
-
-
 def dag_parallelism(document: dict[str, Any]) -> dict[str, int]:
     """Instances per operator."""
     return {op.id: op.parallelism for op in parse_job_graph(document).operators}
@@ -68,7 +63,7 @@ def dag_parallelism(document: dict[str, Any]) -> dict[str, int]:
 def dag_assignment(document: dict[str, Any]) -> dict[str, list[list[int]]]:
     """Key-group owners of each keyed operator at the start of a run, as the driver's acks
     show them: [[first key group, last key group, instance], ...]."""
-    from engine.runtime.run_config import describe, initial_config
+    from engine.runtime.control.run_config import describe, initial_config
 
     config = initial_config(parse_job_graph(document))
     return {op: describe(config, op)["ranges"] for op, c in config.items() if c.owners is not None}
@@ -221,7 +216,7 @@ def commands_between(
     before: dict[str, Any], after: dict[str, Any], *, request_id: str
 ) -> list[dict[str, str]]:
     """Control-channel commands that turn a running `before` into `after`."""
-    from engine.runtime.commands import command_message
+    from engine.runtime.control.commands import command_message
 
     old = {op["id"]: op for op in before["operators"]}
     now_ms = time.time() * 1000.0
@@ -237,7 +232,7 @@ def commands_between(
 
 
 def rebalance_command(*, operator: str, assignment: Any, request_id: str) -> list[dict[str, str]]:
-    from engine.runtime.commands import command_message
+    from engine.runtime.control.commands import command_message
 
     message = command_message("rebalance", operator, "", time.time() * 1000.0,
                               assignment=assignment)
@@ -253,7 +248,7 @@ def control_send(*, run_id: int, messages: list[dict[str, str]]) -> None:
 
 def control_stop(*, run_id: int) -> None:
     """Ask the run's driver to stop after its current epoch."""
-    from engine.runtime.commands import command_message
+    from engine.runtime.control.commands import command_message
 
     _channel(run_id).send(command_message("stop", None, f"stop-{run_id}", time.time() * 1000.0))
 
@@ -292,7 +287,7 @@ def load_decide(
 
 
 def _channel(run_id: int):
-    from engine.runtime.control import RedisControlChannel
+    from engine.runtime.control.channel import RedisControlChannel
 
     url = settings.REDIS_URL
     return RedisControlChannel(url, str(run_id), CONTROL_PREFIX, client=_control_redis(url))

@@ -11,7 +11,7 @@ never reach the host it runs on (``java_method``, ``reflect``, file readers...).
 >>> expression_problems("java_method('java.lang.System', 'getenv', 'X')")
 ["function 'java_method' is not allowed: it reaches the host (calls Java methods)"]
 
-The parser itself needs a JVM and lives in ``engine.runtime.sql_parser``; it is loaded on
+The parser itself needs a JVM and lives in ``engine.runtime.spark.sql_parser``; it is loaded on
 first use so that importing the engine loads no Spark.
 """
 
@@ -60,7 +60,7 @@ def set_expression_parser(parser: Parser | None) -> None:
 def _spark_parser() -> Parser:
     global _parser
     if _parser is None:
-        module = importlib.import_module("engine.runtime.sql_parser")
+        module = importlib.import_module("engine.runtime.spark.sql_parser")
         _parser = module.parse_expression_tree
     return _parser
 

@@ -230,8 +230,8 @@ def _figures(model: LoadModel) -> dict[str, Any]:
 def parallelism_limits(graph: JobGraph) -> tuple[dict[str, int], dict[str, str]]:
     """Each operator's largest parallelism, and the operators whose parallelism cannot
     change live with the reason: pinned ones, sinks, and sources Spark reads itself."""
-    from engine.runtime.run_config import fixed_parallelism_reason
-    from engine.runtime.source_load import CLOCK_SOURCES
+    from engine.runtime.control.run_config import fixed_parallelism_reason
+    from engine.runtime.io.source_load import CLOCK_SOURCES
 
     limits, fixed = {}, {}
     for op in graph.operators:

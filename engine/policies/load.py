@@ -17,7 +17,7 @@ stages' tasks). Over a window of epochs:
   unit takes the largest share of it (the bottleneck of the chain);
 - ETP follows (Stela) with the sinks' shares taken from their demanded rates.
 
-Input is the per-epoch metrics the runtime publishes (``engine.runtime.metrics``).
+Input is the per-epoch metrics the runtime publishes (``engine.runtime.driver.metrics``).
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ from pyspark.sql import SparkSession
 
 from engine.dag import JobGraph, parse_job_graph
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
-from engine.runtime.commands import command_message
-from engine.runtime.control import ControlChannel, open_control_channel
-from engine.runtime.driver import JobRun, RunOptions
-from engine.runtime.session import build_session
+from engine.runtime.control.channel import ControlChannel, open_control_channel
+from engine.runtime.control.commands import command_message
+from engine.runtime.driver.job_run import JobRun, RunOptions
+from engine.runtime.spark.session import build_session
 from engine.runtime.state import StoreSpec
 from engine.runtime.state.redis_durability import require_durable
 
@@ -88,7 +88,7 @@ def _name_of(document: Mapping[str, Any] | JobGraph) -> str:
 
 def _run_id_of(options: RunOptions) -> str:
     # A restarted run keeps the id stored in its checkpoint.
-    from engine.runtime.driver import _run_info
+    from engine.runtime.driver.job_run import _run_info
 
     return str(_run_info(options)["run_id"])
 

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from engine.errors import EngineError
 from engine.runtime.api import DEFAULT_CONTROL_PREFIX, start_run
+from engine.runtime.driver.metrics import PrintingPublisher
 from engine.runtime.errors import failure_summary
-from engine.runtime.metrics import PrintingPublisher
 
 
 def build_parser() -> argparse.ArgumentParser:

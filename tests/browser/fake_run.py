@@ -143,7 +143,7 @@ def fake_commands_apply(*, run_id: int, epoch: int, cursor: str | None) -> str |
     driver does at an epoch boundary; returns the new cursor."""
     from django.conf import settings
 
-    from engine.runtime.control import open_control_channel
+    from engine.runtime.control.channel import open_control_channel
     from webapp.engine_gateway import CONTROL_PREFIX
     from webapp.reconfigurations.services import reconfiguration_acknowledge
 

@@ -46,8 +46,8 @@ def _variant(rate: int, cap: int | None, window: dict[str, str]) -> dict[str, An
 
 def _measure(spark: Any, dag: dict[str, Any], epochs: int) -> list[dict[str, Any]]:
     from engine.runtime.api import start_run
-    from engine.runtime.metrics import CollectingPublisher
-    from engine.runtime.sinks import clear_memory_sink
+    from engine.runtime.driver.metrics import CollectingPublisher
+    from engine.runtime.io.sinks import clear_memory_sink
 
     publisher = CollectingPublisher()
     with tempfile.TemporaryDirectory(prefix="autoscale-test-") as checkpoint:
@@ -62,7 +62,7 @@ def _measure(spark: Any, dag: dict[str, Any], epochs: int) -> list[dict[str, Any
 def measured() -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
     """Two real runs on Spark: 300 windows per row at far more rows than one instance takes,
     and a light tumbling count that keeps up."""
-    from engine.runtime.session import build_session
+    from engine.runtime.spark.session import build_session
 
     spark = build_session(master="local[2]", app_name="autoscale-service-test")
     behind = _variant(200_000, 30_000, {"window": "30 seconds", "slide": "100 milliseconds"})

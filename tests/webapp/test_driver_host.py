@@ -11,8 +11,8 @@ import time
 import pytest
 from django.db import connections
 
-from engine.runtime.control import open_control_channel
-from engine.runtime.outbox import Outbox
+from engine.runtime.control.channel import open_control_channel
+from engine.runtime.control.outbox import Outbox
 from tests.webapp.conftest import epoch_metrics
 from webapp.jobs.models import Reconfiguration, RunEpoch
 from webapp.runs.driver import RunHost

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from tests.engine.runtime.jobs import actual_windows, expected_windows_planned, window_job
-from webapp.launcher.private_stack import PrivateStack, wait_for
+from tests.webapp.private_stack import PrivateStack, wait_for
 
 pytestmark = pytest.mark.spark
 
@@ -190,7 +190,7 @@ def test_a_job_runs_rescales_recovers_and_stops_with_exact_results(stack):
 
 
 def _check_sink_is_exact(stack: PrivateStack, run_id: int, last_epoch: int) -> None:
-    from engine.runtime.session import build_session
+    from engine.runtime.spark.session import build_session
 
     checkpoint = stack.var_dir / "runs" / str(run_id) / "checkpoint"
     spark = build_session(master="local[1]", app_name="streamscale-e2e-check")

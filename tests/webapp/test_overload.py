@@ -14,10 +14,10 @@ from collections import Counter
 import psycopg2
 import pytest
 
+from tests.webapp.private_stack import PrivateStack, wait_for
 from tests.webapp.support import run_alone
 from webapp.embedded.credentials import stored_password
 from webapp.embedded.postgres_server import postgres_url
-from webapp.launcher.private_stack import PrivateStack, wait_for
 
 pytestmark = pytest.mark.spark
 

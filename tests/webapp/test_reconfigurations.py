@@ -11,7 +11,7 @@ import pytest
 import redis
 from django.conf import settings
 
-from engine.runtime.control import open_control_channel
+from engine.runtime.control.channel import open_control_channel
 from tests.webapp.conftest import epoch_metrics
 from webapp.audit.models import AuditEntry
 from webapp.jobs.metrics import run_epoch_record

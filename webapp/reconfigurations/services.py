@@ -8,7 +8,6 @@ builds on the plan the previous ones asked for, and the control channel delivers
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -304,10 +303,6 @@ def reconfigurations_finish_due(*, run_id: int, epoch: int) -> int:
         reconfiguration.finished_at = timezone.now()
         reconfiguration.save(update_fields=["after", "finished_at"])
     return len(due)
-
-
-def new_request_id() -> str:
-    return uuid.uuid4().hex
 
 
 def _publish(reconfiguration: Reconfiguration) -> None:

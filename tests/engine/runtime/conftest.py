@@ -21,7 +21,7 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 @pytest.fixture(scope="session")
 def spark():  # type: ignore[no-untyped-def]
     """The session every in-process Spark test shares (a JVM start costs ~8 s)."""
-    from engine.runtime.session import build_session
+    from engine.runtime.spark.session import build_session
 
     session = build_session(master="local[2]", app_name="streamscale-runtime-tests")
     yield session

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from engine.runtime.sources import GeneratorSpec, generator_batch
+from engine.runtime.io.sources import GeneratorSpec, generator_batch
 
 
 def wait_epoch(run: Any, epoch: int, timeout_s: float = 120.0) -> None:
@@ -129,7 +129,7 @@ def expected_windows_planned(
     import json
     import os
 
-    from engine.runtime.epoch_log import EpochLog
+    from engine.runtime.driver.epoch_log import EpochLog
 
     with open(os.path.join(checkpoint, "run.json"), encoding="utf-8") as handle:
         start_ms = json.load(handle)["start_ms"]

@@ -1,0 +1,135 @@
+"""Deliveries to the run's host (acknowledgements, epoch metrics) off the epoch's path.
+
+An epoch only queues what it has to say; one background thread delivers the items in order
+and retries a failed one with back-off, so a database or channel hiccup delays the dashboard
+but never slows or fails an epoch. An item still failing after ``give_up_s`` is dropped and
+logged with what it was.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engine.ports import MetricsPublisher, ReconfigurationRecorder
+from engine.runtime.control.channel import ControlChannel
+
+log = logging.getLogger("streamscale.outbox")
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One call to make: ``send()``; ``what`` names it in the logs."""
+
+    what: str
+    send: Callable[[], object]
+
+
+class Outbox:
+    """An ordered queue of deliveries with one sender thread."""
+
+    def __init__(
+        self, first_retry_s: float = 0.05, max_retry_s: float = 2.0, give_up_s: float = 300.0
+    ) -> None:
+        self._queue: queue.Queue[Delivery | None] = queue.Queue()
+        self._first_retry_s = first_retry_s
+        self._max_retry_s = max_retry_s
+        self._give_up_s = give_up_s
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="host-outbox", daemon=True)
+        self._thread.start()
+        self.failures = 0
+        self.dropped: list[str] = []
+
+    def put(self, what: str, send: Callable[[], object]) -> None:
+        """Queues a delivery; returns at once."""
+        self._queue.put(Delivery(what, send))
+
+    def flush(self, timeout_s: float = 30.0) -> bool:
+        """Waits until everything queued so far is delivered (or dropped); False on timeout."""
+        done = threading.Event()
+        self.put("flush marker", done.set)
+        return done.wait(timeout_s)
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Delivers what is queued (retrying for at most ``timeout_s``), then stops."""
+        deadline = time.monotonic() + timeout_s
+        self._queue.put(None)
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            self._stopping.set()  # retries give up at once from now on
+            self._thread.join(max(0.0, deadline - time.monotonic()) + 1.0)
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            self._deliver(item)
+
+    def _deliver(self, item: Delivery) -> None:
+        started, wait = time.monotonic(), self._first_retry_s
+        while True:
+            try:
+                item.send()
+                return
+            except Exception as error:  # noqa: BLE001 - any failure is retried, none escapes
+                self.failures += 1
+                if self._stopping.is_set() or time.monotonic() - started > self._give_up_s:
+                    log.error("dropped %s after %d s of failures: %s", item.what,
+                              round(time.monotonic() - started), error)
+                    self.dropped.append(item.what)
+                    return
+                log.warning("could not deliver %s (%s); retrying in %.2f s", item.what, error,
+                            wait)
+                self._stopping.wait(wait)
+                wait = min(wait * 2, self._max_retry_s)
+
+
+class RunDeliveries:
+    """What a run tells the outside, off its epochs' path: acks to its control channel (a
+    queue of their own, so an outage at the host does not hold them) and acks and epoch
+    metrics to its host (recorder and publisher), each queue in order."""
+
+    def __init__(
+        self,
+        run_id: str,
+        channel: ControlChannel,
+        publisher: MetricsPublisher,
+        recorder: ReconfigurationRecorder | None,
+    ) -> None:
+        self.run_id = run_id
+        self._channel, self._publisher, self._recorder = channel, publisher, recorder
+        self._to_channel, self.to_host = Outbox(), Outbox()
+
+    def acks(self, acks: list[dict[str, Any]], ended_at_ms: float | None) -> None:
+        """Queues acks; applied ones carry when their epoch ended (``ended_at_ms``)."""
+        for ack in acks:
+            if ack["status"] == "applied" and ended_at_ms is not None:
+                ack = {**ack, "epoch_ended_at_ms": round(ended_at_ms, 3)}
+            what = f"the ack of {ack['request_id']!r}"
+            self._to_channel.put(f"{what} on the channel",
+                                 functools.partial(self._channel.acknowledge, ack))
+            if self._recorder is not None:
+                self.to_host.put(f"{what} to the recorder",
+                                 functools.partial(self._recorder.acknowledge, self.run_id, ack))
+
+    def metrics(self, epoch: int, metrics: dict[str, Any]) -> None:
+        """Queues an epoch's metrics for the publisher."""
+        self.to_host.put(f"the metrics of epoch {epoch}",
+                         functools.partial(self._publisher.publish_epoch, self.run_id, metrics))
+
+    def flush(self, timeout_s: float = 30.0) -> bool:
+        """Waits until everything queued so far is delivered; False on timeout."""
+        return self._to_channel.flush(timeout_s) and self.to_host.flush(timeout_s)
+
+    def close(self) -> None:
+        """Delivers what is queued (retrying for a bounded time), then stops."""
+        self._to_channel.close()
+        self.to_host.close()

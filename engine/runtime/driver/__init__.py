@@ -1,0 +1,1 @@
+"""The epoch loop of one run: the streaming query, its epoch log and its metrics."""

@@ -1,0 +1,147 @@
+"""Offsets of a Redis Streams source: where an epoch starts and ends in each stream.
+
+An offset is ``{"op": <source id>, "streams": {<stream>: {"id": <last entry id read>,
+"n": <entries up to it>}}}``. Spark keeps it in the run's checkpoint with the epoch, so
+a replayed epoch reads exactly the entries in ``(start id, end id]`` again (entries the
+stream trimmed away meanwhile are gone for the replay too). The lag behind the tail is
+counted on the server, exactly up to ``LAG_EXACT_LIMIT`` entries per stream; beyond that
+it is estimated as ``XLEN - n``, which is exact while the stream is not trimmed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import redis
+
+from engine.runtime.errors import StreamRuntimeError
+from engine.runtime.io.broker.spec import StreamSpec, masked_url
+
+T = TypeVar("T")
+Offset = dict[str, Any]
+READ_CHUNK = 10_000
+# Entries one script call walks: Redis runs scripts alone, so a call must stay short
+# (about a millisecond per thousand entries) for the other clients of a shared server.
+_COUNT_CHUNK = 10_000
+# The lag is counted exactly (one script call) up to this many entries; beyond, it is the
+# stream's length less the entries before the offset (exact unless the stream was trimmed
+# since), so a lag of millions costs one call per epoch, not hundreds.
+LAG_EXACT_LIMIT = _COUNT_CHUNK
+# Counts up to ARGV[2] entries after ARGV[1] and returns (count, last id) without sending
+# the entries themselves back to the driver.
+_ADVANCE_LUA = """
+local r = redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', tonumber(ARGV[2]))
+if #r == 0 then return {0, ''} end
+return {#r, r[#r][1]}
+"""
+
+
+class BrokerUnavailable(StreamRuntimeError):
+    """The broker could not be reached within the source's reconnect time."""
+
+
+def with_reconnect(spec: StreamSpec, step: str, action: Callable[[redis.Redis], T]) -> T:
+    """Runs ``action`` on a fresh client, retrying while the broker is unreachable (it may
+    be restarting) for up to ``spec.reconnect_s``; then fails naming source, URL and step."""
+    deadline = time.monotonic() + spec.reconnect_s
+    delay = 0.2
+    while True:
+        try:
+            with redis.Redis.from_url(spec.url, socket_timeout=10) as client:
+                return action(client)
+        except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError) as error:
+            if time.monotonic() >= deadline:
+                raise BrokerUnavailable(
+                    f"source {spec.op_id!r}: Redis at {masked_url(spec.url)} unreachable for "
+                    f"{spec.reconnect_s:g} s while {step}: {error}"
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+def initial_offset(client: redis.Redis, spec: StreamSpec) -> Offset:
+    """Where a new run starts: before the first entry, at the tail, or after given ids."""
+    streams = {}
+    for stream in spec.streams:
+        length = _length(client, stream)
+        if spec.start == "earliest":
+            streams[stream] = {"id": "0-0", "n": 0}
+        elif spec.start == "latest":
+            streams[stream] = {"id": _last_id(client, stream), "n": length}
+        else:
+            given = spec.start[stream] if isinstance(spec.start, dict) else "0-0"
+            streams[stream] = {"id": given, "n": length - _count_after(client, stream, given)}
+    return {"op": spec.op_id, "streams": streams}
+
+
+def advance(client: redis.Redis, spec: StreamSpec, start: Offset, cap: int | None) -> Offset:
+    """The end offset of the next epoch: every new entry, or at most ``cap`` in all,
+    shared between the streams (a stream's unused share goes to the next ones)."""
+    script = client.register_script(_ADVANCE_LUA)
+    streams = {}
+    budget = cap
+    for index, stream in enumerate(spec.streams):
+        position = start["streams"].get(stream) or {"id": "0-0", "n": 0}
+        share = None if budget is None else -(-budget // (len(spec.streams) - index))
+        count, last = _advance_one(script, stream, position["id"], share)
+        streams[stream] = {"id": last or position["id"], "n": position["n"] + count}
+        if budget is not None:
+            budget -= count
+    return {"op": spec.op_id, "streams": streams}
+
+
+def _advance_one(script: Any, stream: str, after: str, share: int | None) -> tuple[int, str]:
+    total, last = 0, ""
+    while share is None or total < share:
+        chunk = _COUNT_CHUNK if share is None else min(_COUNT_CHUNK, share - total)
+        count, found = script(keys=[stream], args=[f"({last or after}", chunk])
+        if int(count) == 0:
+            break
+        total += int(count)
+        last = found.decode() if isinstance(found, bytes) else str(found)
+        if int(count) < chunk:
+            break
+    return total, last
+
+
+def read_range(
+    client: redis.Redis, stream: str, after: str, until: str
+) -> Iterator[tuple[str, dict[bytes, bytes]]]:
+    """The entries of ``stream`` with ids in ``(after, until]``, oldest first."""
+    cursor = after
+    while True:
+        entries: Any = client.xrange(stream, f"({cursor}", until, count=READ_CHUNK)
+        for entry_id, fields in entries:
+            yield entry_id.decode(), fields
+        if len(entries) < READ_CHUNK:
+            return
+        cursor = entries[-1][0].decode()
+
+
+def stream_lags(client: redis.Redis, offset: Offset) -> dict[str, int]:
+    """Entries behind each stream's tail after ``offset`` (0 once caught up)."""
+    script = client.register_script(_ADVANCE_LUA)
+    lags = {}
+    for stream, position in offset["streams"].items():
+        behind = _advance_one(script, stream, position["id"], LAG_EXACT_LIMIT)[0]
+        if behind >= LAG_EXACT_LIMIT:
+            behind = max(behind, _length(client, stream) - int(position["n"]))
+        lags[stream] = behind
+    return lags
+
+
+def _last_id(client: redis.Redis, stream: str) -> str:
+    newest: Any = client.xrevrange(stream, "+", "-", count=1)
+    return newest[0][0].decode() if newest else "0-0"
+
+
+def _length(client: redis.Redis, stream: str) -> int:
+    reply: Any = client.xlen(stream)
+    return int(reply)
+
+
+def _count_after(client: redis.Redis, stream: str, after: str) -> int:
+    script = client.register_script(_ADVANCE_LUA)
+    return _advance_one(script, stream, after, None)[0]

@@ -1,0 +1,158 @@
+"""Sources: the deterministic generator, the rate source and file directories.
+
+The generator and the rate source are clock sources: the epoch's logged plan fixes the
+range of row ids it takes (``engine.runtime.io.source_load``), and every column derives from
+(seed, row id) with Spark SQL hash functions, so replaying an epoch regenerates identical
+rows, which the exactly-once guarantee relies on; ``engine.runtime.io.epoch_clock`` starts
+their epochs. Directories are read by Spark's file source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from engine.runtime.errors import UnsupportedJobError
+from engine.runtime.io.data_access import resolve_data_path
+
+_EVENT_TYPE_CUTS = ((80, "view"), (95, "click"))  # the rest are purchases
+_USERS = 1_000_000
+_UNIT = float(2**53)
+
+
+@dataclass(frozen=True)
+class GeneratorSpec:
+    """The parameters of ``source.generator`` with their defaults applied."""
+
+    rows_per_second: int
+    keys: int = 1000
+    skew: float = 0.0
+    seed: int = 0
+    start_ms: int = 0
+    event_types: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], start_ms: int) -> GeneratorSpec:
+        """Reads the operator params; ``start_ms`` anchors event time of event 0."""
+        types = params.get("event_types")
+        return cls(
+            rows_per_second=int(params.get("rows_per_second", 1000)),
+            keys=int(params.get("keys", 1000)),
+            skew=float(params.get("skew", 0.0)),
+            seed=int(params.get("seed", 0)),
+            start_ms=start_ms,
+            event_types=tuple(types) if types else None,
+        )
+
+
+def _hash(spec: GeneratorSpec, event_id: Column, salt: int) -> Column:
+    return F.xxhash64(F.lit(spec.seed), event_id, F.lit(salt))
+
+
+def _uniform(spec: GeneratorSpec, event_id: Column, salt: int) -> Column:
+    # A double in (0, 1) from the 53 low bits of the hash.
+    return (F.pmod(_hash(spec, event_id, salt), F.lit(2**53)) + F.lit(0.5)) / F.lit(_UNIT)
+
+
+def _campaign(spec: GeneratorSpec, event_id: Column) -> Column:
+    if spec.skew <= 0:
+        return F.pmod(_hash(spec, event_id, 1), F.lit(spec.keys))
+    # Inverse CDF of a continuous power law on [1, keys + 1]: rank r has weight ~ r^-skew.
+    u = _uniform(spec, event_id, 1)
+    n1 = float(spec.keys + 1)
+    if abs(spec.skew - 1.0) < 1e-9:
+        x = F.pow(F.lit(n1), u)
+    else:
+        e = 1.0 - spec.skew
+        x = F.pow(F.lit(1.0) + u * F.lit(n1**e - 1.0), F.lit(1.0 / e))
+    return F.least(F.floor(x).cast("long") - 1, F.lit(spec.keys - 1))
+
+
+def _event_type(spec: GeneratorSpec, event_id: Column) -> Column:
+    if spec.event_types:
+        choices = F.array(*[F.lit(t) for t in spec.event_types])
+        index = F.pmod(_hash(spec, event_id, 3), F.lit(len(spec.event_types))) + 1
+        return F.element_at(choices, index.cast("int"))
+    bucket = F.pmod(_hash(spec, event_id, 3), F.lit(100))
+    expr = F.when(bucket < _EVENT_TYPE_CUTS[0][0], F.lit(_EVENT_TYPE_CUTS[0][1]))
+    expr = expr.when(bucket < _EVENT_TYPE_CUTS[1][0], F.lit(_EVENT_TYPE_CUTS[1][1]))
+    return expr.otherwise(F.lit("purchase"))
+
+
+def generator_columns(spec: GeneratorSpec, id_column: str = "value") -> list[Column]:
+    """The generator's output columns as functions of the long column ``id_column``."""
+    event_id = F.col(id_column)
+    # Integer division keeps event time exact for any event id.
+    micros = F.expr(f"{spec.start_ms * 1000} + ({id_column} * 1000000) div {spec.rows_per_second}")
+    return [
+        event_id.cast("long").alias("event_id"),
+        F.timestamp_micros(micros).alias("event_time"),
+        _campaign(spec, event_id).cast("long").alias("campaign_id"),
+        F.pmod(_hash(spec, event_id, 2), F.lit(_USERS)).alias("user_id"),
+        _event_type(spec, event_id).alias("event_type"),
+        (F.pmod(_hash(spec, event_id, 4), F.lit(100_000)) / F.lit(100.0)).alias("amount"),
+    ]
+
+
+def generator_batch(spark: SparkSession, spec: GeneratorSpec, first: int, end: int) -> DataFrame:
+    """The generator's rows for event ids in [first, end) as a batch DataFrame (for checks)."""
+    ids = spark.range(first, end).withColumnRenamed("id", "value")
+    return ids.select(*generator_columns(spec))
+
+
+def generator_rows(
+    spark: SparkSession, spec: GeneratorSpec, first: int, end: int, partitions: int
+) -> DataFrame:
+    """One epoch of the generator: event ids in [first, end) over ``partitions`` tasks (the
+    source's parallelism). The range comes from the epoch's logged plan, so a replay
+    regenerates identical rows."""
+    ids = spark.range(first, end, numPartitions=max(1, partitions))
+    return ids.withColumnRenamed("id", "value").select(*generator_columns(spec))
+
+
+def rate_rows(
+    spark: SparkSession, params: Mapping[str, Any], start_ms: int, first: int, end: int,
+    partitions: int,
+) -> DataFrame:
+    """One epoch of ``source.rate``: (timestamp, value) for values in [first, end), value i
+    stamped when it fell due (``start_ms + i / rows_per_second``)."""
+    rate = int(params.get("rows_per_second", 1000))
+    ids = spark.range(first, end, numPartitions=max(1, partitions))
+    micros = F.expr(f"{start_ms * 1000} + (id * 1000000) div {rate}")
+    return ids.select(F.timestamp_micros(micros).alias("timestamp"), F.col("id").alias("value"))
+
+
+def read_generator(spark: SparkSession, spec: GeneratorSpec, rows_per_batch: int) -> DataFrame:
+    """The generator as Spark's own streaming source, ``rows_per_batch`` rows per batch (the
+    baseline of the benchmarks; runs plan their rows per epoch with ``generator_rows``)."""
+    raw = (
+        spark.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", rows_per_batch)
+        .option("numPartitions", spark.sparkContext.defaultParallelism)
+        .option("startTimestamp", spec.start_ms)
+        .load()
+    )
+    return raw.select(*generator_columns(spec))
+
+
+def read_files(spark: SparkSession, params: Mapping[str, Any]) -> DataFrame:
+    """A directory of JSON, CSV or Parquet files; ``schema`` maps column -> Spark type
+    (a DDL string is accepted too)."""
+    fmt = str(params.get("format", "json"))
+    if fmt not in ("json", "csv", "parquet"):
+        raise UnsupportedJobError(f"source.files: unknown format {fmt!r}")
+    if "path" not in params or "schema" not in params:
+        raise UnsupportedJobError("source.files: params 'path' and 'schema' are required")
+    schema = params["schema"]
+    if isinstance(schema, Mapping):
+        schema = ", ".join(f"`{name}` {kind}" for name, kind in schema.items())
+    reader = spark.readStream.format(fmt).schema(str(schema))
+    if fmt == "csv":
+        reader = reader.option("header", "true")
+    if params.get("max_files_per_trigger"):
+        reader = reader.option("maxFilesPerTrigger", int(params["max_files_per_trigger"]))
+    return reader.load(resolve_data_path(str(params["path"])))

@@ -1,0 +1,181 @@
+"""One VSN instance of a ``window_aggregate`` for one epoch, on the keyed layout.
+
+The instance reads the entries of the (key, window)s in its input and those of the windows
+the watermark closes (its groups' due timers), never whole key groups; it merges the input
+into what it read, emits the closed windows and writes back only the changed entries and
+the fired timers, each key group atomically with its mark and the rows it emitted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.runtime.operators.columns import KG
+from engine.runtime.operators.window_merge import (
+    drop_late,
+    finalize,
+    merge_partials,
+    partials_from_rows,
+    slices_by_group,
+)
+from engine.runtime.operators.window_spec import (
+    MAX_EVENT,
+    ROWS,
+    WINDOW_END,
+    WINDOW_START,
+    WindowSpec,
+)
+from engine.runtime.state import StateStore
+from engine.runtime.state.entries import check_types, decode, encode
+from engine.runtime.state.keyed import FIELD, TIMER, VALUE, KeyedChanges
+from engine.runtime.state.keyed import KG as ENTRY_KG
+
+
+def window_state_schema(spec: WindowSpec, input_schema: pa.Schema) -> pa.Schema:
+    """The keys and partials an entry holds, typed as ``partials_from_rows`` makes them
+    from rows of ``input_schema``; raises EntryTypeError for a type entries cannot hold."""
+    fields = [input_schema.field(k) for k in spec.keys]
+    for partial in spec.partials:
+        if partial.column is None or partial.func == "count":
+            kind = pa.int64()
+        else:
+            source = input_schema.field(partial.column).type
+            if partial.func == "sum":
+                kind = pa.int64() if pa.types.is_integer(source) else pa.float64()
+            else:
+                kind = source
+        fields.append(pa.field(partial.name, kind))
+    schema = pa.schema(fields)
+    check_types(schema, schema.names)
+    return schema
+
+
+def process_window_instance(
+    task: Any, report: Any, table: pa.Table | None, store: StateStore
+) -> pa.Table | None:
+    """Merges the instance's input into its entries; returns the finalised emitted rows.
+    ``task`` is a ``vsn_worker.EpochTask`` with a WindowSpec and its ``state_schema``."""
+    spec: WindowSpec = task.spec
+    op = spec.operator
+    read_before = store.bytes_read
+    partials = input_partials(task, table, report)
+    owned = [kg for kg, owner in enumerate(task.owners) if owner == report.instance]
+    marks = store.marks(op, owned)
+    replayed = sorted(kg for kg in owned if marks.get(kg, -1) >= task.epoch)
+    outputs = list(store.read_emitted(op, replayed).values()) if replayed else []
+    report.groups_replayed = len(replayed)
+    if replayed and partials is not None:
+        again = pc.is_in(partials[KG], pa.array(replayed, pa.int32()))
+        partials = partials.filter(pc.invert(again))
+    live = sorted(set(owned) - set(replayed))
+    closed = _closed(task, store, live)
+    merged = _merged(task, store, partials)
+    changes = _changes(spec, merged, closed)
+    report.bytes_written += store.commit_entries(op, task.epoch, changes)
+    report.groups_written += len(changes)
+    report.bytes_read += store.bytes_read - read_before
+    if closed is not None and closed.num_rows:
+        outputs.append(closed.drop_columns([KG]))
+    outputs = [o for o in outputs if o.num_rows]
+    if not outputs:
+        return None
+    names = outputs[0].column_names
+    emitted = finalize(spec, pa.concat_tables([o.select(names) for o in outputs]))
+    report.rows_out = emitted.num_rows
+    return emitted
+
+
+def input_partials(task: Any, table: pa.Table | None, report: Any) -> pa.Table | None:
+    """The input rows as partials per (kg, key, window), late ones dropped; fills the
+    report's input counts."""
+    if table is None or table.num_rows == 0:
+        return None
+    partials = partials_from_rows(task.spec, table)
+    report.rows_in = table.num_rows  # rows, not rows times the sliding windows they fall in
+    report.max_event_us = pc.max(partials[MAX_EVENT]).as_py()
+    partials = drop_late(partials, task.watermark_us)
+    report.partials_in = partials.num_rows
+    counts = partials.group_by(KG, use_threads=False).aggregate([(ROWS, "sum")])
+    report.kg_rows = dict(
+        zip(counts[KG].to_pylist(), counts[f"{ROWS}_sum"].to_pylist(), strict=True)
+    )
+    return partials if partials.num_rows else None
+
+
+def _closed(task: Any, store: StateStore, live: list[int]) -> pa.Table | None:
+    """The partial rows of the windows the watermark closes (the groups' due timers)."""
+    if task.watermark_us is None or not live:
+        return None
+    due = store.fire_timers(task.spec.operator, live, task.watermark_us)
+    return _as_partials(task, due) if due.num_rows else None
+
+
+def _merged(task: Any, store: StateStore, partials: pa.Table | None) -> pa.Table | None:
+    """The input's partials merged with the stored entries of the same (key, window)s."""
+    if partials is None:
+        return None
+    spec: WindowSpec = task.spec
+    wanted = pa.table(
+        {
+            ENTRY_KG: partials[KG],
+            TIMER: partials[WINDOW_END],
+            FIELD: _field(spec, partials),
+        }
+    )
+    stored = store.read_entries(spec.operator, wanted)
+    state = _as_partials(task, stored) if stored.num_rows else None
+    return merge_partials(spec, state, partials)
+
+
+def _as_partials(task: Any, entries: pa.Table) -> pa.Table:
+    """Entries as partial rows: kg, keys, window bounds, partial columns."""
+    spec: WindowSpec = task.spec
+    schema: pa.Schema = task.state_schema
+    keys = decode(entries[FIELD], pa.schema([schema.field(k) for k in spec.keys]))
+    values = decode(entries[VALUE], pa.schema([schema.field(p.name) for p in spec.partials]))
+    end = entries[TIMER]
+    start = pc.subtract(end, pa.scalar(spec.window_us, pa.int64()))
+    columns = {KG: entries[ENTRY_KG]}
+    columns.update({k: keys[k] for k in spec.keys})
+    columns.update({WINDOW_START: start, WINDOW_END: end})
+    columns.update({p.name: values[p.name] for p in spec.partials})
+    return pa.table(columns)
+
+
+def _field(spec: WindowSpec, rows: pa.Table) -> pa.Array:
+    if not spec.keys:
+        return pa.array([""] * rows.num_rows, pa.string())
+    return encode(rows, list(spec.keys))
+
+
+def _changes(
+    spec: WindowSpec, merged: pa.Table | None, closed: pa.Table | None
+) -> dict[int, KeyedChanges]:
+    """Per key group: the changed entries, the fired timers and the emitted rows."""
+    puts = slices_by_group(_entries(spec, merged)) if merged is not None else {}
+    fired = slices_by_group(closed) if closed is not None else {}
+    changes = {}
+    for kg in sorted(set(puts) | set(fired)):
+        emitted = fired.get(kg)
+        changes[kg] = KeyedChanges(
+            puts=puts[kg].drop_columns([KG]) if kg in puts else None,
+            fired=tuple(sorted(set(emitted[WINDOW_END].to_pylist())))
+            if emitted is not None
+            else (),
+            emitted=emitted.drop_columns([KG]) if emitted is not None else None,
+        )
+    return changes
+
+
+def _entries(spec: WindowSpec, merged: pa.Table) -> pa.Table:
+    return pa.table(
+        {
+            KG: merged[KG],
+            TIMER: merged[WINDOW_END],
+            FIELD: _field(spec, merged),
+            VALUE: encode(merged, [p.name for p in spec.partials]),
+        }
+    )

@@ -1,0 +1,83 @@
+"""Builds the SparkSession a run executes on."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+# Settings the VSN stage depends on: speculation would let two attempts write one key
+# group in the same epoch, and AQE could coalesce the exact instance partitions.
+_REQUIRED_CONF = {
+    "spark.speculation": "false",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+    "spark.python.worker.reuse": "true",
+    # JVM <-> Python worker traffic over Unix sockets: on TCP a task's last small write
+    # waits for a delayed ACK (~40 ms per task, measured), which an epoch pays per instance.
+    "spark.python.unix.domain.socket.enabled": "true",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.streaming.stopTimeout": "30s",
+    # Sinks write from the executors: timestamps as Parquet micros (Arrow's unit), not INT96.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+}
+
+
+def project_root() -> str:
+    """The directory that holds the ``engine`` package."""
+    here = os.path.abspath(__file__)  # <root>/engine/runtime/spark/session.py
+    for _ in range(4):
+        here = os.path.dirname(here)
+    return here
+
+
+def _export_project_path() -> None:
+    # Python workers unpickle the VSN stage's functions by module name, so they need the
+    # project on their path; local workers inherit this environment variable.
+    root = project_root()
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
+
+
+def build_session(
+    master: str = "local[2]",
+    app_name: str = "streamscale",
+    shuffle_partitions: int = 2,
+    extra_conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """A SparkSession configured for the VSN runtime (speculation and AQE off, Arrow on)."""
+    _export_project_path()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.master(master).appName(app_name)
+    conf = dict(_REQUIRED_CONF)
+    conf["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
+    conf["spark.ui.enabled"] = "false"
+    conf["spark.executorEnv.PYTHONPATH"] = os.environ["PYTHONPATH"]
+    conf.update(extra_conf or {})
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+# Where Spark logs a streaming query's failure (with its cause and trace).
+_STREAMING_LOGGERS = (
+    "org.apache.spark.sql.execution.streaming",
+    "org.apache.spark.sql.execution.datasources.v2.WriteToDataSourceV2Exec",
+)
+
+
+def streaming_error_logs(spark: SparkSession, *, enabled: bool) -> None:
+    """Turn Spark's own streaming error logs on (the default: a failing query's cause shows
+    in the driver's output) or off, while a run ends its query by refusing an epoch."""
+    jvm: Any = spark.sparkContext._jvm
+    configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+    levels = jvm.org.apache.logging.log4j.Level
+    for name in _STREAMING_LOGGERS:
+        configurator.setLevel(name, levels.ERROR if enabled else levels.OFF)

@@ -1,0 +1,226 @@
+"""Evaluates the job graph on one epoch's rows: stateless SQL, VSN stages and sinks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, Observation
+from pyspark.sql import functions as F
+
+from engine.dag import JobGraph
+from engine.runtime.control.run_config import RunConfig
+from engine.runtime.errors import UnsupportedJobError
+from engine.runtime.io.broker.dead_letters import (
+    DEAD_LETTER,
+    DEAD_LETTER_COUNT,
+    dead_letter_aggregates,
+    dead_letters_of,
+)
+from engine.runtime.io.sinks import Sink
+from engine.runtime.operators.dedupe import parse_dedupe_spec
+from engine.runtime.operators.join import parse_join_spec
+from engine.runtime.operators.window_spec import WINDOW_END, parse_window_spec
+from engine.runtime.spark.frames import (
+    SOURCE_TAG,
+    Frame,
+    columns_of,
+    time_quantiles,
+    to_spark,
+    union,
+)
+from engine.runtime.stage.regions import StageClock
+from engine.runtime.stage.stateless import STATELESS_TYPES, apply_stateless
+from engine.runtime.stage.vsn_stage import (
+    StageEpoch,
+    run_dedupe_stage,
+    run_join_stage,
+    run_window_stage,
+)
+from engine.runtime.state import StoreSpec
+
+# Sources read from an outside system: read once per epoch, kept for the epoch's other jobs.
+BROKER_SOURCES = frozenset({"source.redis_stream"})
+
+
+@dataclass
+class EpochResult:
+    """What one epoch did, for metrics and the epoch log."""
+
+    stage_reports: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    rows_out: dict[str, int | None] = field(default_factory=dict)
+    sink_rows: dict[str, int] = field(default_factory=dict)
+    sink_commit_s: float = 0.0
+    latency_ms: dict[str, float | None] = field(default_factory=dict)
+    dead_letters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sink_wall_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class EpochPipeline:
+    """One epoch of ``graph`` under ``config``; ``watermarks`` in event-time micros."""
+
+    graph: JobGraph
+    config: RunConfig
+    epoch: int
+    watermarks: dict[str, int | None]
+    store: StoreSpec
+    sinks: dict[str, Sink]
+    source_frames: dict[str, DataFrame] = field(default_factory=dict)
+    clock: StageClock | None = None
+    _observations: dict[str, Observation] = field(default_factory=dict)
+    dead_letters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _cached: list[DataFrame] = field(default_factory=list)
+
+    def run(self, batch: DataFrame) -> EpochResult:
+        """Builds every operator's DataFrame, runs the VSN stages, commits the sinks.
+        What a stage emits or a sink writes is computed once, cached on the executors for
+        the epoch (the sink and the latency read it there), and never collected here."""
+        result = EpochResult()
+        frames: dict[str, Frame] = {}
+        latency_inputs: list[Frame] = []
+        try:
+            for op_id in self.graph.topological_order():
+                frames[op_id] = self._evaluate(op_id, batch, frames, result, latency_inputs)
+            result.sink_commit_s = time.time()
+            with self._action("__latency"):
+                result.latency_ms = _latency(latency_inputs, result.sink_commit_s)
+        finally:
+            for cached in self._cached:
+                cached.unpersist()
+        result.rows_out.update(self._observed())
+        result.dead_letters = self.dead_letters
+        return result
+
+    def _evaluate(
+        self,
+        op_id: str,
+        batch: DataFrame,
+        frames: dict[str, Frame],
+        result: EpochResult,
+        latency_inputs: list[Frame],
+    ) -> Frame:
+        op = self.graph.operator(op_id)
+        params = self.config[op_id].params
+        spark = batch.sparkSession
+        if op.type.startswith("source."):
+            rows = self.source_frames.get(op_id)
+            if rows is None:
+                rows = _source_rows(batch, op_id)
+            if op.type in BROKER_SOURCES:
+                # Several of the epoch's Spark jobs read the source; a broker is read once,
+                # the rows are kept on the executors for the epoch.
+                rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+                self._cached.append(rows)
+            rows = self._observe(op_id, rows)
+            if DEAD_LETTER in rows.columns:  # counted by the observation, not passed on
+                rows = rows.where(F.col(DEAD_LETTER).isNull()).drop(DEAD_LETTER)
+            return rows
+        parents = [frames[p] for p in self.graph.parents(op_id)]
+        if op.type == "join":  # two inputs kept apart: the first edge is the left one
+            sides = (to_spark(spark, parents[0]), to_spark(spark, parents[1]))
+            return self._keyed(op_id, run_join_stage, parse_join_spec(op_id, params), sides, result)
+        inputs = union(spark, parents)
+        if op.type in STATELESS_TYPES:
+            inputs = to_spark(spark, inputs)
+            parallelism = self.config[op_id].parallelism
+            if parallelism != op.parallelism:  # rescaled at run time: split round-robin
+                inputs = inputs.repartition(parallelism)
+            return self._observe(op_id, apply_stateless(op.type, params, inputs))
+        if op.type == "window_aggregate":
+            window = parse_window_spec(op_id, params)
+            return self._keyed(op_id, run_window_stage, window, to_spark(spark, inputs), result)
+        if op.type == "dedupe":
+            dedupe = parse_dedupe_spec(op_id, params)
+            return self._keyed(op_id, run_dedupe_stage, dedupe, to_spark(spark, inputs), result)
+        if op.type.startswith("sink."):
+            if isinstance(inputs, DataFrame):
+                inputs = inputs.persist(StorageLevel.MEMORY_AND_DISK)
+                self._cached.append(inputs)
+            started = time.perf_counter()
+            with self._action(op_id):
+                result.sink_rows[op_id] = self.sinks[op_id].write_epoch(inputs, self.epoch)
+            result.sink_wall_ms[op_id] = (time.perf_counter() - started) * 1000.0
+            latency_inputs.append(inputs)
+            return inputs
+        raise UnsupportedJobError(f"operator {op_id!r}: type {op.type!r} is not supported yet")
+
+    def _keyed(
+        self, op_id: str, stage_fn: Any, spec: Any, inputs: Any, result: EpochResult
+    ) -> Frame:
+        """Runs a keyed operator's VSN stage with this epoch's assignment."""
+        config = self.config[op_id]
+        assert config.owners is not None
+        with self._action(op_id):
+            at = StageEpoch(
+                self.epoch,
+                self.graph.key_groups,
+                config.owners,
+                config.parallelism,
+                self.watermarks.get(op_id),
+                self.store,
+            )
+            stage = stage_fn(spec, inputs, at)
+        self._cached.append(stage.cached)
+        result.stage_reports[op_id] = stage.reports
+        result.rows_out[op_id] = sum(r["rows_out"] for r in stage.reports)
+        return stage.rows
+
+    @contextmanager
+    def _action(self, op_id: str) -> Iterator[None]:
+        """Spark jobs of the block, tagged for ``op_id``'s region (see ``regions``)."""
+        with self.clock.action(op_id) if self.clock is not None else nullcontext():
+            yield
+
+    def _observe(self, op_id: str, df: DataFrame) -> DataFrame:
+        observation = Observation(f"rows_{op_id}_{self.epoch}")
+        self._observations[op_id] = observation
+        if DEAD_LETTER in df.columns:  # a broker source: count and sample its dead letters
+            return df.observe(observation, F.count(F.lit(1)).alias("rows"),
+                              *dead_letter_aggregates())
+        return df.observe(observation, F.count(F.lit(1)).alias("rows"))
+
+    def _observed(self) -> dict[str, int | None]:
+        # A sink that skipped a replayed epoch runs no action: its observation never
+        # completes, so only finished ones are read (get() would block forever).
+        counts: dict[str, int | None] = {}
+        for op_id, observation in self._observations.items():
+            jo = getattr(observation, "_jo", None)
+            done = jo is not None and jo.future().isCompleted()
+            counts[op_id] = int(observation.get["rows"]) if done else None
+            if done and DEAD_LETTER_COUNT in observation.get:
+                self.dead_letters[op_id] = dead_letters_of(observation.get)
+        return counts
+
+
+def _source_rows(batch: DataFrame, op_id: str) -> DataFrame:
+    if SOURCE_TAG not in batch.columns:
+        return batch
+    rows = batch.where(F.col(SOURCE_TAG) == op_id).drop(SOURCE_TAG)
+    return rows.drop("__tick") if "__tick" in rows.columns else rows
+
+
+def _latency(inputs: list[Frame], commit_s: float) -> dict[str, float | None]:
+    """End-to-end latency (event time to sink commit) p50/p99/max over the sinks' rows;
+    a window's event time is its end, when its result became final in event time."""
+    stats = []
+    for frame in inputs:
+        names = columns_of(frame)
+        column = (
+            WINDOW_END if WINDOW_END in names else ("event_time" if "event_time" in names else None)
+        )
+        found = time_quantiles(frame, column) if column else None
+        if found is not None:
+            stats.append(found)
+    if not stats:
+        return {"p50": None, "p99": None, "max": None}
+    commit_us = commit_s * 1e6
+    return {
+        "p50": round((commit_us - min(s[0] for s in stats)) / 1000.0, 1),
+        "p99": round((commit_us - min(s[1] for s in stats)) / 1000.0, 1),
+        "max": round((commit_us - min(s[2] for s in stats)) / 1000.0, 1),
+    }

@@ -1,0 +1,114 @@
+"""Parsing and validating reconfiguration commands (no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.dag import parse_job_graph
+from engine.runtime.control.commands import command_message, parse_command
+from engine.runtime.control.reconfigure import apply_commands
+from engine.runtime.control.run_config import initial_config
+from engine.runtime.errors import CommandRejected
+from engine.runtime.state.memory import MemoryStateStore
+from tests.engine.runtime.jobs import window_job
+
+GRAPH = parse_job_graph(window_job({"type": "sink.memory", "params": {}}, key_groups=16))
+
+
+def _command(**fields: object):  # type: ignore[no-untyped-def]
+    message = command_message(request_id="r1", requested_at_ms=1000.0, **fields)  # type: ignore[arg-type]
+    return parse_command(message, "1-0", 1012.5)
+
+
+def _apply(**fields: object) -> tuple[dict, dict]:
+    config, acks, _ = apply_commands(
+        GRAPH,
+        initial_config(GRAPH),
+        [_command(**fields)],
+        7,
+        {"counts": [1.0] * 16},
+        lambda op, params: None,
+        MemoryStateStore().hand_over,
+    )
+    return config, acks[0]
+
+
+def test_rescale_installs_a_balanced_assignment_with_nothing_copied() -> None:
+    config, ack = _apply(kind="rescale", operator="counts", parallelism=5)
+    assert ack["status"] == "applied" and ack["applied_epoch"] == 7
+    assert ack["control_latency_ms"] == 12.5 and ack["state_bytes_copied"] == 0
+    assert config["counts"].parallelism == 5
+    assert config["counts"].owners == tuple(kg * 5 // 16 for kg in range(16))
+    assert ack["before"]["parallelism"] == 2 and ack["after"]["parallelism"] == 5
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"kind": "rescale", "operator": "counts", "parallelism": 0}, "1..16"),
+        ({"kind": "rescale", "operator": "counts", "parallelism": 17}, "1..16"),
+        ({"kind": "rescale", "operator": "ghost", "parallelism": 2}, "unknown operator"),
+        ({"kind": "rescale", "operator": "out", "parallelism": 2}, "sink"),
+        ({"kind": "rebalance", "operator": "views", "assignment": "weighted"}, "stateless"),
+        ({"kind": "rebalance", "operator": "counts", "assignment": [0, 1]}, "invalid assignment"),
+    ],
+)
+def test_invalid_commands_are_rejected_with_a_reason(fields: dict, reason: str) -> None:
+    config, ack = _apply(**fields)
+    assert ack["status"] == "rejected" and reason in ack["reason"]
+    assert config == initial_config(GRAPH)
+
+
+def test_weighted_rebalance_follows_observed_key_group_loads() -> None:
+    loads = {"counts": [10.0] * 4 + [1.0] * 12}
+    command = _command(kind="rebalance", operator="counts", assignment="weighted")
+    config, acks, _ = apply_commands(
+        GRAPH, initial_config(GRAPH), [command], 3, loads, lambda op, params: None,
+        MemoryStateStore().hand_over,
+    )
+    assert acks[0]["status"] == "applied"
+    assert config["counts"].owners[:4] == (0, 0, 0, 1)  # the hot groups are split
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"kind": "explode", "operator": "counts"},
+        {"kind": "rescale"},
+        {"kind": "rescale", "operator": "counts", "parallelism": "lots"},
+        {"kind": "logic", "operator": "views", "params": "{not json"},
+        {"kind": "rebalance", "operator": "counts", "assignment": '[1, "x"]'},
+        {"kind": "rescale", "operator": "counts", "parallelism": "2", "requested_at": "noon"},
+    ],
+)
+def test_malformed_messages_are_refused(message: dict) -> None:
+    with pytest.raises(CommandRejected):
+        parse_command(message, "3-0", 0.0)
+
+
+def test_the_store_reports_what_it_copies_to_hand_key_groups_over() -> None:
+    """The ack's copied bytes come from the store: a store whose addresses depend on the owner
+    copies every moved group and says so; the VSN stores copy nothing."""
+    import pyarrow as pa
+
+    class PerOwnerStore(MemoryStateStore):
+        def address(self, operator: str, key_group: int, owner: int) -> tuple[object, ...]:
+            return (operator, key_group, owner)
+
+        def copy_group(self, operator: str, key_group: int, old: int, new: int) -> int:
+            group = self.read_group(operator, key_group)
+            return 0 if group is None else group.table.nbytes
+
+    table = pa.table({"k": list(range(100))})
+    stores = [MemoryStateStore(), PerOwnerStore()]
+    copied = []
+    for store in stores:
+        for kg in range(16):
+            store.write_group("counts", kg, 1, table)
+        command = _command(kind="rescale", operator="counts", parallelism=5)
+        _, acks, _ = apply_commands(GRAPH, initial_config(GRAPH), [command], 2, {},
+                                    lambda op, params: None, store.hand_over)
+        copied.append(acks[0]["state_bytes_copied"])
+    moved = sum(1 for kg in range(16) if kg * 2 // 16 != kg * 5 // 16)
+    assert copied == [0, moved * table.nbytes] and moved > 0
+    assert stores[1].bytes_copied == moved * table.nbytes

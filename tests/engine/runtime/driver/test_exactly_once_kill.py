@@ -1,0 +1,149 @@
+"""Exactly once under SIGKILL: the driver process (with its JVM and Python workers) is
+killed at random points, some right after a reconfiguration request, and restarted from
+its checkpoint each time; the sinks (windows, and a stream-stream join's pairs) must then
+hold exactly the results computed from the generator's definition: nothing lost, nothing
+doubled."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from engine.runtime.api import request_reconfiguration
+from engine.runtime.control.channel import RedisControlChannel
+from engine.runtime.spark.session import project_root
+from tests.engine.runtime.jobs import (
+    actual_pairs,
+    actual_windows,
+    expected_pairs,
+    expected_windows,
+    window_and_join_job,
+)
+
+pytestmark = pytest.mark.spark
+
+KILLS = 10
+LAST_EPOCH = 22
+
+
+def _lines(proc: subprocess.Popen) -> queue.Queue:
+    lines: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def _wait_for_epoch_line(lines: queue.Queue, proc: subprocess.Popen, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if lines.get(timeout=0.2).startswith("epoch="):
+                return True
+        except queue.Empty:
+            continue
+    return False
+
+
+def test_sigkill_at_random_points_then_restart_is_exactly_once(
+    spark, tmp_path: Path, redis_prefix: str, redis_url: str
+) -> None:
+    out, pairs_out = tmp_path / "out", tmp_path / "pairs"
+    job = window_and_join_job(
+        {"type": "sink.files", "params": {"path": "out", "format": "parquet"}},
+        {"type": "sink.files", "params": {"path": "pairs", "format": "parquet"}},
+    )
+    dag = tmp_path / "job.json"
+    dag.write_text(json.dumps(job))
+    checkpoint = tmp_path / "ckpt"
+    run_id = f"kill-{uuid.uuid4().hex[:6]}"
+    command = [
+        sys.executable,
+        "-m",
+        "engine",
+        "run",
+        str(dag),
+        "--checkpoint",
+        str(checkpoint),
+        "--run-id",
+        run_id,
+        "--control",
+        redis_url,
+        "--control-prefix",
+        redis_prefix,
+        "--epoch-ms",
+        "1000",
+        "--trigger-ms",
+        "0",
+        "--stop-after-epoch",
+        str(LAST_EPOCH),
+    ]
+    env = {**os.environ, "PYTHONPATH": project_root(), "STREAMSCALE_DATA_DIR": str(tmp_path)}
+    channel = RedisControlChannel(redis_url, run_id, redis_prefix)
+    rng = random.Random(20261122)
+    requests: list[str] = []
+    kills = 0
+    while kills < KILLS:
+        proc = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
+        lines = _lines(proc)
+        # A JVM's start on a loaded 2-core machine can take minutes; what is tested is the
+        # restart, not the start-up time.
+        assert _wait_for_epoch_line(lines, proc, 300), "no epoch before the kill"
+        if kills % 3 == 1:
+            # Kill while a reconfiguration is being picked up and installed.
+            requests.append(
+                request_reconfiguration(
+                    channel,
+                    kind="rescale",
+                    operator=rng.choice(["counts", "pairs"]),
+                    parallelism=rng.randint(1, 8),
+                )
+            )
+            time.sleep(rng.uniform(0.0, 0.4))
+        else:
+            time.sleep(rng.uniform(0.0, 2.5))
+        if proc.poll() is not None:
+            break  # it finished on its own: the remaining kills cannot happen
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        kills += 1
+    final = subprocess.run(command, capture_output=True, text=True, env=env, timeout=400)
+    assert final.returncode == 0, final.stderr[-2000:]
+    assert kills == KILLS
+
+    start_ms = json.loads((checkpoint / "run.json").read_text())["start_ms"]
+    expected = expected_windows(spark, start_ms, LAST_EPOCH, [(0, "event_type = 'view'")])
+    assert expected
+    for directory in (out, pairs_out):
+        committed = sorted(p.name for p in directory.iterdir() if p.name.startswith("epoch="))
+        assert len(committed) == LAST_EPOCH + 1
+    assert actual_windows(pq.read_table(str(out))) == expected
+    pairs = expected_pairs(spark, start_ms, LAST_EPOCH)
+    assert len(pairs) > 1000
+    assert actual_pairs(pq.read_table(str(pairs_out))) == pairs
+    acks = {a["request_id"]: a for a in channel.acks()}
+    assert set(requests) <= set(acks)
+    assert all(acks[r]["status"] == "applied" for r in requests)
+    assert len(channel.acks()) == len(acks)  # each request acknowledged once

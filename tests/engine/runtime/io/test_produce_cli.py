@@ -1,0 +1,89 @@
+"""``python -m engine produce``: the generator's events into a stream of the embedded Redis."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from engine.runtime.io.broker.producer import EventDraws
+from tests.engine.test_cli import ROOT
+
+
+@pytest.fixture
+def target(service_urls: dict[str, str]) -> Iterator[tuple[str, str, redis.Redis]]:
+    url = service_urls["redis_url"]
+    stream = f"sstest-{uuid.uuid4().hex[:8]}:produced"
+    client = redis.Redis.from_url(url)
+    yield url, stream, client
+    client.delete(stream)
+
+
+def produce(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "engine", "produce", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_count_writes_n_generator_events_then_exits_0(target) -> None:  # type: ignore[no-untyped-def]
+    url, stream, client = target
+    done = produce(url, "--stream", stream, "--keys", "50", "--count", "1200", "--seed", "3")
+    assert done.returncode == 0, done.stderr
+    assert f"wrote 1200 events to {stream!r}" in done.stderr
+    entries = client.xrange(stream)
+    assert len(entries) == 1200
+    draws = EventDraws(keys=50, seed=3)
+    for event_id in (0, 599, 1199):
+        fields = {k.decode(): v.decode() for k, v in entries[event_id][1].items()}
+        expected = draws.fields(event_id, int(fields["event_time"]))
+        assert fields == expected
+    assert {int(f[b"campaign_id"]) for _, f in entries} <= set(range(50))
+    again = produce(url, "--stream", stream, "--count", "10")  # numbering continues
+    assert again.returncode == 0
+    assert client.xrevrange(stream, count=1)[0][1][b"event_id"] == b"1209"
+
+
+def test_rate_writes_until_stopped_with_progress_on_stderr(target) -> None:  # type: ignore[no-untyped-def]
+    url, stream, client = target
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "produce", url, "--stream", stream,
+                             "--keys", "10", "--rate", "400"], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(4.0)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "events to" in err and "/s)" in err  # progress lines
+    written = client.xlen(stream)
+    assert 400 <= written <= 400 * 8  # about 400 per second while it ran
+    assert f"wrote {written} events" in err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--stream", "s", "--count", "5", "--rate", "5"], "not allowed with argument"),
+    (["--stream", "s"], "one of the arguments --count --rate is required"),
+    (["--stream", "s", "--count", "0"], "--count: must be > 0, got 0"),
+    (["--stream", "s", "--rate", "fast"], "--rate: 'fast' is not a number"),
+    (["--count", "5"], "the following arguments are required: --stream"),
+])
+def test_bad_arguments_exit_2_with_a_clear_error(args: list[str], message: str) -> None:
+    done = produce("redis://127.0.0.1:1/0", *args)
+    assert done.returncode == 2
+    assert message in done.stderr
+
+
+def test_an_env_url_names_its_variable_when_unset() -> None:
+    done = produce("env:NO_SUCH_BROKER_URL", "--stream", "s", "--count", "5")
+    assert done.returncode == 2
+    assert "names environment variable NO_SUCH_BROKER_URL, which is not set" in done.stderr
+
+
+def test_an_unreachable_broker_exits_2_without_the_password() -> None:
+    done = produce("redis://:hunter2@127.0.0.1:1/0", "--stream", "s", "--count", "5")
+    assert done.returncode == 2
+    assert "cannot use Redis at redis://:***@127.0.0.1:1/0" in done.stderr
+    assert "hunter2" not in done.stderr

@@ -1,0 +1,93 @@
+"""source.redis_stream on the embedded Redis: exact windows equal to a batch read of the
+same entries, the per-epoch cap, rows out, lag as backlog, dead letters, and a rescale
+while reading."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from engine.runtime.api import request_reconfiguration, start_run
+from engine.runtime.driver.metrics import CollectingPublisher
+from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
+from tests.engine.runtime.broker_jobs import (
+    batch_windows,
+    fill_stream,
+    last_epoch_for,
+    sink_windows,
+    stream_job,
+    write_tail,
+)
+from tests.engine.runtime.jobs import wait_epoch
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def broker(service_urls: dict[str, str]) -> Iterator[tuple[str, redis.Redis, list[str]]]:
+    """The product's Redis, a client, and two fresh stream keys deleted afterwards."""
+    url = service_urls["redis_url"]
+    client = redis.Redis.from_url(url)
+    streams = [f"sstest-{uuid.uuid4().hex[:8]}:{name}" for name in ("a", "b")]
+    yield url, client, streams
+    client.delete(*streams)
+
+
+def test_reads_every_entry_once_with_cap_lag_and_dead_letters(spark, tmp_path, broker) -> None:  # type: ignore[no-untyped-def]
+    url, client, (stream, _) = broker
+    cap = 700
+    total = fill_stream(client, stream, 0, 3000, malformed_every=500)
+    total += write_tail(client, stream, cap)
+    last = last_epoch_for(total, cap)
+    sink = f"redis_{uuid.uuid4().hex[:6]}"
+    publisher = CollectingPublisher()
+    memory = {"type": "sink.memory", "params": {"name": sink}}
+    run = start_run(stream_job(url, [stream], cap, memory),
+                    checkpoint=str(tmp_path / "ckpt"), publisher=publisher, spark=spark,
+                    trigger_ms=0, stop_after_epoch=last)
+    assert run.wait(240) == "stopped", run.failure()
+    epochs = sorted(publisher.epochs, key=lambda e: e["epoch"])
+    consumed = [e["operators"]["events"]["rows_out"] for e in epochs]
+    assert [e["epoch"] for e in epochs] == list(range(last + 1))
+    assert sum(consumed) == total and max(consumed) == cap
+    assert epochs[0]["backlog_rows"] == total - cap
+    assert epochs[-1]["backlog_rows"] == 0
+    letters = [e["broker_sources"]["events"] for e in epochs]
+    assert sum(r["dead_letters"] for r in letters) == 6
+    sample = next(r["dead_letter_sample"] for r in letters if r["dead_letters"])
+    assert "'event_time': 'not a time' is not a timestamp" in sample
+    expected = batch_windows(client, [stream])
+    assert len(expected) > 100
+    assert sink_windows(memory_sink_rows(sink)) == expected
+    clear_memory_sink(sink)
+
+
+def test_rescale_while_reading_two_streams_stays_exact(spark, tmp_path, broker) -> None:  # type: ignore[no-untyped-def]
+    url, client, streams = broker
+    cap = 800  # 400 from each stream per epoch: both streams advance through event time together
+    total = 0
+    for stream in streams:
+        total += fill_stream(client, stream, 0, 3000)
+        total += write_tail(client, stream, cap // 2)
+    last = last_epoch_for(total, cap)
+    sink = f"redis_{uuid.uuid4().hex[:6]}"
+    publisher = CollectingPublisher()
+    memory = {"type": "sink.memory", "params": {"name": sink}}
+    run = start_run(stream_job(url, streams, cap, memory),
+                    checkpoint=str(tmp_path / "ckpt"), publisher=publisher, spark=spark,
+                    trigger_ms=0, stop_after_epoch=last)
+    for epoch, parallelism in ((1, 4), (4, 1)):
+        wait_epoch(run, epoch)
+        request = request_reconfiguration(run.channel, kind="rescale", operator="counts",
+                                          parallelism=parallelism)
+        ack = run.channel.wait_for_ack(request, timeout_s=60)
+        assert ack is not None and ack["status"] == "applied", ack
+    assert run.wait(240) == "stopped", run.failure()
+    instances = [e["operators"]["counts"]["instances"] for e in publisher.epochs]
+    assert {1, 2, 4} <= set(instances)
+    assert sum(e["operators"]["events"]["rows_out"] for e in publisher.epochs) == total
+    assert sink_windows(memory_sink_rows(sink)) == batch_windows(client, streams)
+    clear_memory_sink(sink)

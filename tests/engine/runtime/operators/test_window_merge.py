@@ -1,0 +1,152 @@
+"""The VSN instance's merge logic, without Spark: windows close on the watermark,
+replayed epochs re-emit instead of re-applying, late rows are dropped."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from engine.runtime.operators.columns import KG, TIME_US
+from engine.runtime.operators.window_groups import process_group_instance
+from engine.runtime.operators.window_merge import assign_windows
+from engine.runtime.operators.window_spec import parse_window_spec
+from engine.runtime.operators.window_worker import process_window_instance, window_state_schema
+from engine.runtime.stage.vsn_worker import EpochTask, InstanceReport
+from engine.runtime.state.memory import MemoryStateStore
+
+# Both layouts must behave alike: keyed entries (Redis) and whole groups (embedded store).
+LAYOUTS = [process_window_instance, process_group_instance]
+
+S = 1_000_000
+SPEC = parse_window_spec(
+    "agg",
+    {
+        "key": ["k"],
+        "time": "t",
+        "window": "10 seconds",
+        "watermark": "0 seconds",
+        "aggregates": {"n": "count(*)", "total": "sum(v)", "mean": "avg(v)"},
+    },
+)
+SCHEMA = pa.schema(
+    [
+        ("k", pa.int64()),
+        ("window_start", pa.int64()),
+        ("window_end", pa.int64()),
+        ("n", pa.int64()),
+        ("total", pa.int64()),
+        ("mean", pa.float64()),
+        ("__report", pa.string()),
+    ]
+)
+
+
+INPUT = pa.schema([(KG, pa.int32()), ("k", pa.int64()), ("v", pa.int64()), (TIME_US, pa.int64())])
+
+
+def _rows(events: list[tuple[int, int, int]]) -> pa.Table:
+    """(key, event time in seconds, value) -> the raw rows Spark sends an instance."""
+    return pa.table(
+        {
+            KG: pa.array([k % 4 for k, _, _ in events], pa.int32()),
+            "k": pa.array([k for k, _, _ in events], pa.int64()),
+            "v": pa.array([v for _, _, v in events], pa.int64()),
+            TIME_US: pa.array([t * S for _, t, _ in events], pa.int64()),
+        }
+    )
+
+
+def _epoch(
+    store: MemoryStateStore,
+    epoch: int,
+    watermark_s: int | None,
+    events: list[tuple[int, int, int]],
+    process=process_window_instance,  # type: ignore[no-untyped-def]
+) -> tuple[dict, InstanceReport]:
+    task = EpochTask(
+        SPEC,
+        None,
+        epoch,
+        None if watermark_s is None else watermark_s * S,  # type: ignore[arg-type]
+        (0, 0, 0, 0),
+        SCHEMA,
+        window_state_schema(SPEC, INPUT),
+    )
+    report = InstanceReport(instance=0)
+    emitted = process(task, report, _rows(events) if events else None, store)
+    rows = (
+        {}
+        if emitted is None
+        else {
+            (r["k"], r["window_start"] // S): (r["n"], r["total"], r["mean"])
+            for r in emitted.to_pylist()
+        }
+    )
+    return rows, report
+
+
+@pytest.mark.parametrize("process", LAYOUTS)
+def test_windows_close_once_the_watermark_passes_their_end(process) -> None:  # type: ignore[no-untyped-def]
+    store = MemoryStateStore()
+    assert _epoch(store, 0, None, [(1, 1, 5), (1, 3, 7), (2, 4, 1)], process=process)[0] == {}
+    assert _epoch(store, 1, 4, [(1, 8, 3), (2, 12, 2)], process=process)[0] == {}
+    emitted, report = _epoch(store, 2, 11, [(1, 14, 1)], process=process)
+    assert emitted == {(1, 0): (3, 15, 5.0), (2, 0): (1, 1, 1.0)}
+    assert report.rows_in == 1 and report.rows_out == 2
+    emitted, _ = _epoch(store, 3, 20, [], process=process)
+    assert emitted == {(1, 10): (1, 1, 1.0), (2, 10): (1, 2, 2.0)}
+    assert _epoch(store, 4, 20, [], process=process)[0] == {}
+
+
+@pytest.mark.parametrize("process", LAYOUTS)
+def test_a_replayed_epoch_re_emits_without_applying_twice(process) -> None:  # type: ignore[no-untyped-def]
+    store = MemoryStateStore()
+    _epoch(store, 0, None, [(1, 1, 5), (2, 2, 1)], process=process)
+    first, _ = _epoch(store, 1, 10, [(1, 11, 4)], process=process)
+    again, report = _epoch(store, 1, 10, [(1, 11, 4)], process=process)
+    assert again == first == {(1, 0): (1, 5, 5.0), (2, 0): (1, 1, 1.0)}
+    assert report.groups_replayed == 2 and report.groups_written == 0
+    later, _ = _epoch(store, 2, 25, [], process=process)
+    assert later == {(1, 10): (1, 4, 4.0)}  # counted once despite the replay
+
+
+@pytest.mark.parametrize("process", LAYOUTS)
+def test_rows_of_already_emitted_windows_are_dropped_as_late(process) -> None:  # type: ignore[no-untyped-def]
+    store = MemoryStateStore()
+    _epoch(store, 0, None, [(1, 1, 5)], process=process)
+    assert _epoch(store, 1, 10, [], process=process)[0] == {(1, 0): (1, 5, 5.0)}
+    emitted, report = _epoch(store, 2, 10, [(1, 2, 100), (1, 15, 1)], process=process)
+    assert emitted == {} and report.rows_in == 2 and report.partials_in == 1
+
+
+def test_windows_are_assigned_as_spark_assigns_them() -> None:
+    # Every window [start, start + length) with start a multiple of the slide that holds t,
+    # negative times included (floor, not truncation).
+    spec = parse_window_spec(
+        "agg",
+        {"key": ["k"], "time": "t", "window": "5 seconds", "slide": "2 seconds",
+         "aggregates": {"n": "count(*)"}},
+    )
+    times = [-7 * S, -1, 0, 1, 3 * S + 5, 4 * S, 9 * S - 1, 10 * S]
+    rows = pa.table({TIME_US: pa.array(times, pa.int64()), "k": pa.array(range(len(times)))})
+    assigned = assign_windows(spec, rows)
+    got = sorted(zip(assigned["k"].to_pylist(), assigned["window_start"].to_pylist(), strict=True))
+    want = sorted(
+        (k, start)
+        for k, t in enumerate(times)
+        for start in range((t // (2 * S) - 3) * 2 * S, t + 1, 2 * S)
+        if start <= t < start + 5 * S
+    )
+    assert got == want
+    tumbling = parse_window_spec(
+        "agg", {"key": ["k"], "time": "t", "window": "10 seconds", "aggregates": {"n": "count(*)"}}
+    )
+    starts = assign_windows(tumbling, rows)["window_start"].to_pylist()
+    assert starts == [t // (10 * S) * 10 * S for t in times]
+
+
+def test_rows_without_an_event_time_fall_in_no_window() -> None:
+    rows = pa.table({TIME_US: pa.array([5 * S, None, 12 * S], pa.int64()), "k": [1, 2, 3]})
+    assigned = assign_windows(SPEC, rows)
+    assert assigned["k"].to_pylist() == [1, 3]
+    assert assigned["window_start"].to_pylist() == [0, 10 * S]

@@ -1,0 +1,152 @@
+"""A private, throw-away instance of the whole product, for end-to-end tests and benchmarks
+(a test harness: the product itself never starts one).
+
+`PrivateStack` runs `python -m webapp.launcher run` on a free port with its own embedded
+PostgreSQL and Redis in a temporary folder, so it neither needs nor touches anything configured
+on the machine, and offers a token-authenticated JSON client for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from webapp.config import BASE_DIR
+
+START_TIMEOUT_S = 180.0
+_DROPPED = ("DATABASE_URL", "REDIS_URL", "STREAMSCALE_VAR_DIR", "PORT", "DJANGO_SETTINGS_MODULE",
+            "PGAPPNAME")
+
+
+class StackError(Exception):
+    """The private stack did not start, or an API call failed; the message says which."""
+
+
+class PrivateStack:
+    """Start with `start()`, stop with `stop()` (or use it as a context manager)."""
+
+    def __init__(self) -> None:
+        self.var_dir = Path(tempfile.mkdtemp(prefix="streamscale-stack-"))
+        os.chmod(self.var_dir, 0o755)  # the embedded PostgreSQL runs as its own system user
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {k: v for k, v in os.environ.items() if k not in _DROPPED}
+        self.env.update(STREAMSCALE_VAR_DIR=str(self.var_dir), PYTHONUNBUFFERED="1")
+        self.log_path = self.var_dir / "launcher.log"
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> PrivateStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> PrivateStack:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's lifetime
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "webapp.launcher", "--var-dir", str(self.var_dir), "run",
+             "--port", str(self.port)],
+            cwd=BASE_DIR, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._healthy():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise StackError(f"the stack did not start; log:\n{self.log_tail()}")
+            time.sleep(0.5)
+        return self
+
+    def stop(self) -> None:
+        """Stop the launcher (it suspends drivers and stops its servers), then clean up."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        shutil.rmtree(self.var_dir, ignore_errors=True)
+
+    def manage(self, *args: str) -> str:
+        """Run a manage.py command against this stack's database and return its output."""
+        done = subprocess.run([sys.executable, str(BASE_DIR / "manage.py"), *args], cwd=BASE_DIR,
+                              env=self.env, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise StackError(f"manage.py {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+        return done.stdout
+
+    def client(self, *, username: str, role: str) -> ApiClient:
+        """A JSON API client for a new user with `role`."""
+        token = self.manage("create_user", username, "--role", role, "--token").split()[-1]
+        return ApiClient(self.url, token)
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def _healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as response:
+                return response.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+
+class ApiClient:
+    """Bearer-token JSON calls; `call` returns (status, body) and never raises on 4xx."""
+
+    def __init__(self, base: str, token: str) -> None:
+        self.base, self.token = base, token
+
+    def get(self, path: str) -> Any:
+        return self._ok(*self.call("GET", path))
+
+    def post(self, path: str, body: Any) -> Any:
+        return self._ok(*self.call("POST", path, body))
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        request = urllib.request.Request(
+            self.base + path, method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"null")
+
+    @staticmethod
+    def _ok(status: int, body: Any) -> Any:
+        if status >= 400:
+            raise StackError(f"API answered {status}: {body}")
+        return body
+
+
+def wait_for(predicate, *, timeout: float, what: str, interval: float = 0.1):
+    """Poll until `predicate()` returns something truthy and return it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise StackError(f"waited {timeout:.0f} s for {what}")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -45,7 +45,9 @@ def capture(rate: int = 60_000) -> None:
             page.click("button[type=submit]")
             page.goto(f"{stack.url}/runs/{run_id}/")
             page.wait_for_selector(".run-node.bottleneck", timeout=120_000)
-            time.sleep(2)
+            time.sleep(2)  # the charts fill in
+            # The mark follows each epoch's figures: take the picture while it is shown.
+            page.wait_for_selector(".run-node.bottleneck", timeout=120_000)
             page.screenshot(path=str(OUT / "autoscale-before.png"), full_page=False)
             _say("before: the bottleneck is painted red")
             api.post(f"/api/runs/{run_id}/autoscale",

@@ -21,15 +21,23 @@ from webapp.live.auth import BearerTokenWebsocketMiddleware  # noqa: E402
 from webapp.live.routing import websocket_urlpatterns  # noqa: E402
 
 # Each request thread keeps one database connection across requests (webapp.bounded). The
-# launcher's server opens them as it starts; elsewhere (the tests' servers, whose database
-# is chosen after this module loads) each thread's first request does.
-_connect = connect_thread if os.environ.get("STREAMSCALE_WEB_CONNECT_AT_START") == "1" else None
+# launcher's server prepares at start what its first requests would otherwise wait for: each
+# thread's connection, the URLconf with every view, the engine modules requests use. Elsewhere
+# (the tests' servers, whose database is chosen after this module loads) requests do.
+_prepare = os.environ.get("STREAMSCALE_WEB_PREPARE_AT_START") == "1"
+if _prepare:
+    from django.urls import get_resolver  # noqa: E402
+
+    from webapp import engine_gateway  # noqa: E402
+
+    get_resolver().url_patterns  # noqa: B018  # imports every view module
+    engine_gateway.prepare()
 
 application = ProtocolTypeRouter(
     {
         "http": ASGIStaticFilesHandler(BoundedWorkers(
             django_asgi, threads=settings.WEB_THREADS, queue=settings.WEB_QUEUE,
-            wait_s=settings.WEB_QUEUE_WAIT_S, connect=_connect)),
+            wait_s=settings.WEB_QUEUE_WAIT_S, connect=connect_thread if _prepare else None)),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(BearerTokenWebsocketMiddleware(URLRouter(websocket_urlpatterns)))
         ),

@@ -25,6 +25,16 @@ CONTROL_PREFIX = "streamscale:"
 STATE_SHAPING_PARAMS = ("key", "time", "window", "slide", "aggregates", "within")
 
 
+
+def prepare() -> None:
+    """Imports the engine modules that requests import on first use (none of them loads
+    Spark), so that a server's first requests do not pay for them."""
+    import engine.dag  # noqa: F401
+    import engine.policies.autoscale  # noqa: F401
+    import engine.runtime.control.channel  # noqa: F401
+    import engine.runtime.control.commands  # noqa: F401
+    import engine.runtime.control.run_config  # noqa: F401
+
 def dag_shown(document: Any) -> Any:
     """The document as pages and API answers show it: broker passwords masked."""
     return masked_document(document)

@@ -54,7 +54,7 @@ def _child_env(*, var_dir: Path, services: Services) -> dict[str, str]:
         STREAMSCALE_VAR_DIR=str(var_dir),
         DJANGO_SETTINGS_MODULE="webapp.settings",
         PYTHONUNBUFFERED="1",  # line-by-line output through the pipes
-        STREAMSCALE_WEB_CONNECT_AT_START="1",
+        STREAMSCALE_WEB_PREPARE_AT_START="1",
     )
     return env
 
@@ -91,7 +91,7 @@ def _prepare_database(group: ChildGroup) -> None:
 def _start_processes(group: ChildGroup, *, port: int, var_dir: Path) -> None:
     celery = _executable("celery")
     # Worker processes use both cores; each runs WEB_THREADS request threads (webapp.bounded).
-    # The server opens each request thread's database connection as it starts (webapp.asgi).
+    # The server prepares its request threads' connections and its code at start (webapp.asgi).
     group.start("web", [
         _executable("uvicorn"), "webapp.asgi:application", "--host", HOST, "--port", str(port),
         "--workers", str(load_config().web_workers), "--lifespan", "off", "--no-access-log",

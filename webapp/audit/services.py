@@ -30,7 +30,7 @@ def audit_record(
         raise ValueError(f"unknown audit trigger {trigger!r}")
     return AuditEntry.objects.create(
         actor=actor,
-        actor_name=actor.username if actor is not None else "policy",
+        actor_name=actor.username if actor is not None else trigger,
         trigger=trigger,
         action=action,
         job=job,

@@ -140,7 +140,8 @@ class ReconfigurationStatus(models.TextChoices):
 class Trigger(models.TextChoices):
     USER = "user"
     API_TOKEN = "api_token"
-    POLICY = "policy"
+    POLICY = "policy"  # the autoscaler's decisions
+    SYSTEM = "system"  # what the product records on its own: how runs and changes ended
 
 
 class Reconfiguration(models.Model):

@@ -35,8 +35,18 @@ def history_filter(params) -> AuditFilter:
 @require_GET
 def history(request):
     filters = history_filter(request.GET)
+    page = max(1, _int_or_none(request.GET.get("page")) or 1)
+    size = selectors.HISTORY_PAGE
+    # One more than a page tells whether an older page exists.
+    entries = selectors.history_entries(filters=filters, limit=size + 1, offset=(page - 1) * size)
+    params = request.GET.copy()
+    params.pop("page", None)
     context = {
-        "entries": selectors.history_entries(filters=filters),
+        "entries": entries[:size],
+        "page": page,
+        "older": page + 1 if len(entries) > size else None,
+        "newer": page - 1 if page > 1 else None,
+        "page_query": params.urlencode(),
         "jobs": Job.objects.order_by("name"),
         "choices": selectors.history_choices(),
         "filters": filters,

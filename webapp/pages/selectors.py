@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import F, OuterRef, Subquery, Sum
+from django.db.models import Case, F, OuterRef, Subquery, Sum, When
 from django.db.models.functions import Coalesce
 
 from webapp import engine_gateway
@@ -141,18 +141,26 @@ def reconfigurations_by_id(ids: set[int]) -> dict[int, Reconfiguration]:
     return {r.pk: r for r in Reconfiguration.objects.filter(pk__in=ids)}
 
 
-# History: audit entries with the current state of the reconfiguration each one records.
+# History: audit entries with the current state of the reconfiguration or run each one records.
 
-HISTORY_LIMIT = 500
+HISTORY_PAGE = 100
+SETTLED = ("reconfiguration.applied", "reconfiguration.rejected", "reconfiguration.failed")
+"""The entries that record how a change ended: History shows that on the change's own entry."""
 
 
-def history_entries(*, filters, limit: int = HISTORY_LIMIT) -> list:
+def history_entries(*, filters, limit: int = HISTORY_PAGE, offset: int = 0) -> list:
     """Audit entries newest first, each with `current_outcome` (a reconfiguration's status as it
-    is now, else the entry's outcome) and `reconfiguration` (the record, or None); the outcome
-    filter matches the current outcome."""
+    is now; for a run's start, the run's status now; else the entry's outcome) and
+    `reconfiguration` (the record, or None); the outcome filter matches the current outcome.
+    A change appears once: the entry of its request, with how it ended."""
     status = Reconfiguration.objects.filter(pk=OuterRef("reconfiguration_id_ref")).values("status")
-    entries = AuditEntry.objects.annotate(
-        current_outcome=Coalesce(Subquery(status[:1]), F("outcome")))
+    run_status = Run.objects.filter(pk=OuterRef("run_id_ref")).values("status")
+    entries = AuditEntry.objects.exclude(
+        action__in=SETTLED, reconfiguration_id_ref__isnull=False,
+    ).annotate(current_outcome=Coalesce(
+        Subquery(status[:1]),
+        Case(When(action="run.started", then=Subquery(run_status[:1]))),
+        F("outcome")))
     if filters.job_id is not None:
         entries = entries.filter(job_id=filters.job_id)
     if filters.actor:
@@ -165,7 +173,7 @@ def history_entries(*, filters, limit: int = HISTORY_LIMIT) -> list:
         entries = entries.filter(at__lt=filters.until)
     if filters.outcome:
         entries = entries.filter(current_outcome=filters.outcome)
-    found = list(entries.order_by("-at", "-id")[:limit])
+    found = list(entries.order_by("-at", "-id")[offset:offset + limit])
     records = reconfigurations_by_id({e.reconfiguration_id_ref for e in found
                                       if e.reconfiguration_id_ref is not None})
     for entry in found:
@@ -182,7 +190,8 @@ def history_choices() -> dict[str, list[str]]:
     return {
         "actors": sorted(entries.values_list("actor_name", flat=True).distinct()),
         "kinds": sorted(set(actions) | set(prefixes)),
-        "outcomes": ["requested", "pending", "applied", "rejected", "failed", "done"],
+        "outcomes": ["requested", "pending", "applied", "rejected", "failed", "done",
+                     "starting", "running", "recovering", "stopped"],
     }
 
 

@@ -24,6 +24,7 @@ from webapp.jobs.models import (
     ReconfigurationStatus,
     Run,
     RunStatus,
+    Trigger,
 )
 from webapp.live.events import job_event_publish
 from webapp.reconfigurations import figures
@@ -257,7 +258,8 @@ def _restore_target(reconfiguration: Reconfiguration) -> None:
 def _audit_outcome(reconfiguration: Reconfiguration) -> None:
     """The trail records how each change ended, next to the entry of its request."""
     audit_record(
-        actor=None, trigger="policy", action=f"reconfiguration.{reconfiguration.status}",
+        actor=None, trigger=Trigger.SYSTEM,
+        action=f"reconfiguration.{reconfiguration.status}",
         job=reconfiguration.run.job, run_id=reconfiguration.run_id,
         reconfiguration_id=reconfiguration.pk, outcome=reconfiguration.status,
         reason=reconfiguration.status_reason, plan_diff=reconfiguration.plan_diff,

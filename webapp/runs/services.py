@@ -15,7 +15,7 @@ from django.utils import timezone
 from webapp import engine_gateway
 from webapp.audit.services import audit_record
 from webapp.errors import Conflict, NotFound, ServiceError
-from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, Run, RunStatus
+from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, Run, RunStatus, Trigger
 from webapp.jobs.selectors import job_version_get
 from webapp.live.events import job_event_publish
 
@@ -139,7 +139,7 @@ def run_status_set(
         run.save(update_fields=fields)
         if status in FINAL_STATUSES or status == RunStatus.RECOVERING:
             audit_record(
-                actor=None, trigger="policy", action=f"run.{status}", job=run.job,
+                actor=None, trigger=Trigger.SYSTEM, action=f"run.{status}", job=run.job,
                 run_id=run.pk, outcome=status, reason=detail[:2000],
                 details={"output": output[-OUTPUT_KEPT:]} if output else None,
             )

@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from engine.dag import JobGraph, max_parallelism, parse_job_graph, pinned_reason
+from engine.dag.document import document_in_order
 from engine.dag.expressions import ExpressionParserUnavailable
 from engine.dag.secrets import masked_document, unmasked_document
 from engine.errors import DagValidationError, EngineError
@@ -36,8 +37,9 @@ def prepare() -> None:
     import engine.runtime.control.run_config  # noqa: F401
 
 def dag_shown(document: Any) -> Any:
-    """The document as pages and API answers show it: broker passwords masked."""
-    return masked_document(document)
+    """The document as pages and API answers show it: keys in reading order, broker
+    passwords masked."""
+    return masked_document(document_in_order(document))
 
 
 def dag_with_secrets(document: Any, previous: Any) -> Any:

@@ -171,3 +171,30 @@ def _read_edge(index: int, item: Any, raw: RawDocument, known: set[str]) -> Edge
         raw.problems.append(Problem(f"edge {edge}", "self loop: an operator cannot feed itself"))
         ok = False
     return edge if ok else None
+
+
+DOCUMENT_ORDER = ("name", "key_groups", "operators", "edges")
+OPERATOR_ORDER = ("id", "type", "parallelism", "params")
+EDGE_ORDER = ("from", "to")
+
+
+def document_in_order(doc: Any) -> Any:
+    """A copy of a DAG document with its keys in reading order (name, operators, edges; an
+    operator's id and type first; an edge's ``from`` before ``to``), whatever order a store
+    gave them back in (PostgreSQL's jsonb keeps keys shortest first). Anything else keeps its
+    place after the known keys; values are left as they are."""
+    if not isinstance(doc, Mapping):
+        return doc
+    shown = _in_order(doc, DOCUMENT_ORDER)
+    if isinstance(shown.get("operators"), list):
+        shown["operators"] = [_in_order(o, OPERATOR_ORDER) if isinstance(o, Mapping) else o
+                              for o in shown["operators"]]
+    if isinstance(shown.get("edges"), list):
+        shown["edges"] = [_in_order(e, EDGE_ORDER) if isinstance(e, Mapping) else e
+                          for e in shown["edges"]]
+    return shown
+
+
+def _in_order(item: Mapping[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    known = {k: item[k] for k in order if k in item}
+    return {**known, **{k: v for k, v in item.items() if k not in known}}

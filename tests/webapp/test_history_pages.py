@@ -77,6 +77,8 @@ def test_history_is_read_a_page_at_a_time(session_client, live_run):
     assert f"entry {HISTORY_PAGE + 19}<" in first and "entry 0<" not in first
     assert 'rel="next"' in first and 'rel="prev"' not in first
     assert "action=test.entry&amp;page=2" in first
+    # Times say their time zone.
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z+0-9]{2,6}</time>", first)
     second = client.get("/history/?action=test.entry&page=2").content.decode()
     assert len(_rows(second, "test.entry")) == 20
     assert "entry 0<" in second and 'rel="prev"' in second and 'rel="next"' not in second

@@ -135,3 +135,20 @@ def test_openapi_document_lists_the_endpoints(client):
         "/api/jobs/{id}/versions",
         "/api/jobs/{id}/history",
     } <= set(paths)
+
+
+def test_a_document_reads_in_order_whatever_order_the_store_keeps(token_client, simple_dag):
+    """PostgreSQL's jsonb gives keys back shortest first ("to" before "from"); the API and the
+    job page show them in reading order."""
+    client = token_client(Role.EDITOR)
+    job_id = _post(client, "/api/jobs", simple_dag).json()["id"]
+    stored = JobVersion.objects.get(job_id=job_id).dag
+    assert list(stored["edges"][0]) == ["to", "from"]  # what the store gives back
+    dag = client.get(f"/api/jobs/{job_id}").json()["versions"][0]["dag"]
+    assert list(dag)[:4] == ["name", "key_groups", "operators", "edges"]
+    assert list(dag["edges"][0]) == ["from", "to"]
+    assert list(dag["operators"][0])[:2] == ["id", "type"]
+    page = token_client(Role.VIEWER).get(f"/jobs/{job_id}/").content.decode()
+    document = page[page.index('<pre class="json">'):]
+    edge = document[document.index("&quot;edges&quot;"):]
+    assert edge.index("&quot;from&quot;") < edge.index("&quot;to&quot;")

@@ -70,10 +70,10 @@ class ClockReader(SimpleDataSourceStreamReader):
         """Nothing to release."""
 
     def _ticks_now(self) -> bool:
-        now = time.monotonic()
-        woken = read_wake(self.wake)
         if self.interval_s <= 0:
             return True
+        now = time.monotonic()
+        woken = read_wake(self.wake)
         if now >= self._due:
             # Epochs start on a grid of intervals from the first; one that ran past the next
             # start is followed at once (a run behind loses no time waiting), the one after

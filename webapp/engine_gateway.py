@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
-from engine.dag import JobGraph, max_parallelism, parse_job_graph, pinned_reason
+from engine.dag import JobGraph, max_parallelism, parse_job_graph, pinned_reason, state_kind_of
 from engine.dag.document import document_in_order
 from engine.dag.expressions import ExpressionParserUnavailable
 from engine.dag.secrets import masked_document, unmasked_document
@@ -22,8 +22,6 @@ from engine.policies.instances_in import plan_scale_in_instances
 from webapp.errors import ServiceError
 
 CONTROL_PREFIX = "streamscale:"
-# Parameters that shape a keyed operator's stored state: changing them live would corrupt it.
-STATE_SHAPING_PARAMS = ("key", "time", "window", "slide", "aggregates", "within")
 
 
 
@@ -171,13 +169,12 @@ def plan_logic(document: dict[str, Any], *, operator: Any, params: Any) -> dict[
         raise _problem("field params", "must be a JSON object")
     if op.type.startswith(("source.", "sink.")):
         raise _problem(f"operator {operator}", "sources and sinks change only with a restart")
-    if _is_keyed(graph, op.id):
-        for name in STATE_SHAPING_PARAMS:
-            if op.params.get(name) != params.get(name):
-                raise _problem(
-                    f"operator {operator}",
-                    f"changing {name!r} of a stateful operator would corrupt its state",
-                )
+    if state_kind_of(op) != "stateless":
+        from engine.runtime.operators.changes import logic_change_refused
+
+        reason = logic_change_refused(op.type, op.id, op.params, params)
+        if reason is not None:
+            raise _problem(f"operator {operator}", f"refused while it runs: {reason}")
     after = graph.with_params(op.id, params).to_dict()
     problems = dag_problems(after)
     if problems:
@@ -356,8 +353,6 @@ def _operator(graph: JobGraph, operator: Any):
 
 
 def _is_keyed(graph: JobGraph, op_id: str) -> bool:
-    from engine.dag import state_kind_of
-
     return state_kind_of(graph.operator(op_id)) == "keyed"
 
 

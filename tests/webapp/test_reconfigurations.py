@@ -171,6 +171,27 @@ def test_stateful_logic_change_is_refused_with_the_parameter_named(operator_clie
     assert response.status_code == 400 and "window" in response.json()["error"]
 
 
+def test_the_web_app_and_the_driver_judge_a_logic_change_by_one_rule(operator_client, live_run):
+    """What the API refuses, it refuses with the driver's own reason; what the driver would
+    apply (a later watermark keeps the stored windows meaningful), the API sends."""
+    from engine.runtime.operators.changes import logic_change_refused
+
+    counts = live_run.target_dag["operators"][2]
+    reshaped = dict(counts["params"], window="1 minute")
+    reason = logic_change_refused("window_aggregate", "counts", counts["params"], reshaped)
+    refused = _post(operator_client, live_run,
+                    {"kind": "logic", "operator": "counts", "params": reshaped})
+    assert refused.status_code == 400 and reason in refused.json()["error"]
+
+    later = dict(counts["params"], watermark="30 seconds")
+    assert logic_change_refused("window_aggregate", "counts", counts["params"], later) is None
+    sent = _post(operator_client, live_run,
+                 {"kind": "logic", "operator": "counts", "params": later})
+    assert sent.status_code == 202, sent.content
+    (message,) = _sent(live_run)
+    assert message["kind"] == "logic" and "30 seconds" in message["params"]
+
+
 def test_stateless_logic_change_is_delivered(operator_client, live_run):
     response = _post(
         operator_client,

@@ -8,7 +8,7 @@ narrow); e.g. the watermark may change.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from pyspark.sql import DataFrame
@@ -17,17 +17,10 @@ from pyspark.sql import types as T
 
 from engine.dag import JobGraph
 from engine.runtime.control.run_config import LogicCheck, RunConfig
-from engine.runtime.errors import CommandRejected, StreamRuntimeError
-from engine.runtime.operators.dedupe import change_refused as dedupe_change_refused
-from engine.runtime.operators.dedupe import parse_dedupe_spec
-from engine.runtime.operators.join import change_refused as join_change_refused
+from engine.runtime.errors import CommandRejected
+from engine.runtime.operators.changes import KEYED_SPECS, logic_change_refused
 from engine.runtime.operators.join import parse_join_spec
-from engine.runtime.operators.window_spec import (
-    WINDOW_END,
-    WINDOW_START,
-    parse_window_spec,
-    state_compatible,
-)
+from engine.runtime.operators.window_spec import WINDOW_END, WINDOW_START, parse_window_spec
 from engine.runtime.stage.stateless import STATELESS_TYPES, apply_stateless, check_stateless_params
 from engine.runtime.stage.vsn_stage import join_input, output_struct, stage_input
 from engine.runtime.stage.vsn_worker import REPORT
@@ -55,30 +48,10 @@ def logic_checker(
     return check
 
 
-class KeyedSpec(NamedTuple):
-    """How to read a keyed operator's params (every spec has a ``watermark_us``), and why
-    new params cannot continue from its stored state (None when they can)."""
-
-    parse: Callable[[str, Mapping[str, Any]], Any]
-    refused: Callable[[Any, Any], str | None]
-
-
-KEYED_SPECS: dict[str, KeyedSpec] = {
-    "window_aggregate": KeyedSpec(parse_window_spec, state_compatible),
-    "dedupe": KeyedSpec(parse_dedupe_spec, dedupe_change_refused),
-    "join": KeyedSpec(parse_join_spec, join_change_refused),
-}
-
-
 def _check_keyed(
     op_id: str, op_type: str, old_params: dict[str, Any], new_params: dict[str, Any]
 ) -> None:
-    parse, refused = KEYED_SPECS[op_type]
-    try:
-        old, new = parse(op_id, old_params), parse(op_id, new_params)
-    except StreamRuntimeError as exc:
-        raise CommandRejected(str(exc)) from exc
-    reason = refused(old, new)
+    reason = logic_change_refused(op_type, op_id, old_params, new_params)
     if reason is not None:
         raise CommandRejected(f"refused: {reason}")
 

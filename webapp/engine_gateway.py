@@ -75,7 +75,7 @@ def dag_assignment(document: dict[str, Any]) -> dict[str, list[list[int]]]:
     show them: [[first key group, last key group, instance], ...]."""
     from engine.runtime.control.run_config import describe, initial_config
 
-    config = initial_config(parse_job_graph(document))
+    config = initial_config(plan_job(parse_job_graph(document)))
     return {op: describe(config, op)["ranges"] for op, c in config.items() if c.owners is not None}
 
 

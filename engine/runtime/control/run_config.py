@@ -15,6 +15,7 @@ from engine.dag import JobGraph, state_kind_of
 from engine.dag.catalog import OPERATOR_TYPES
 from engine.errors import MappingError
 from engine.mapping import Assignment, balanced_assignment, weighted_assignment
+from engine.planner import PhysicalPlan, plan_job
 from engine.runtime.control.commands import Command
 from engine.runtime.errors import CommandRejected
 from engine.runtime.io.source_load import CLOCK_SOURCES
@@ -47,15 +48,39 @@ LogicCheck = Callable[[str, dict[str, Any]], None]
 """Raises CommandRejected if new params for an operator are invalid or unsafe."""
 
 
-def initial_config(graph: JobGraph) -> RunConfig:
-    """Every operator at its document parallelism, keyed ones with balanced ranges."""
+def initial_config(plan: PhysicalPlan) -> RunConfig:
+    """Every operator as the planner placed it: its region's instance count and, for a keyed
+    operator, the plan's key-group owners (one instance owns all of a global operator's)."""
+    graph = plan.graph
     config: RunConfig = {}
     for op in graph.operators:
+        parallelism = plan.region_of(op.id).parallelism
         owners = None
-        if state_kind_of(op) in ("keyed", "global"):
-            owners = balanced_assignment(graph.key_groups, op.parallelism).owners
-        config[op.id] = OperatorConfig(op.parallelism, owners, dict(op.params))
+        if op.id in plan.assignments:
+            owners = plan.assignments[op.id].owners
+        elif state_kind_of(op) in ("keyed", "global"):
+            owners = balanced_assignment(graph.key_groups, parallelism).owners
+        config[op.id] = OperatorConfig(parallelism, owners, dict(op.params))
     return config
+
+
+def running_plan(graph: JobGraph, config: RunConfig) -> PhysicalPlan:
+    """The planner's plan of ``graph`` as it runs under ``config``: each operator at its
+    running parallelism and params, keyed operators with their current owners. The epoch
+    executes its regions (how rows are split and merged)."""
+    running = graph
+    for op_id, current in config.items():
+        op = graph.operator(op_id)
+        if current.parallelism != op.parallelism:
+            running = running.with_parallelism(op_id, current.parallelism)
+        if current.params != dict(op.params):
+            running = running.with_params(op_id, current.params)
+    assignments = {
+        op_id: Assignment(graph.key_groups, current.owners, current.parallelism)
+        for op_id, current in config.items()
+        if current.owners is not None and state_kind_of(graph.operator(op_id)) == "keyed"
+    }
+    return plan_job(running, assignments)
 
 
 def apply_command(

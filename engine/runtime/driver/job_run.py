@@ -22,12 +22,18 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from engine.dag import JobGraph, state_kind_of
+from engine.planner import PhysicalPlan, plan_job
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
 from engine.runtime.control.channel import ControlChannel, MemoryControlChannel
 from engine.runtime.control.listener import ControlListener, Rejection
 from engine.runtime.control.outbox import RunDeliveries
 from engine.runtime.control.reconfigure import apply_commands, malformed_ack
-from engine.runtime.control.run_config import OperatorConfig, RunConfig, initial_config
+from engine.runtime.control.run_config import (
+    OperatorConfig,
+    RunConfig,
+    initial_config,
+    running_plan,
+)
 from engine.runtime.driver.epoch_log import EpochLog
 from engine.runtime.driver.metrics import epoch_metrics
 from engine.runtime.io.broker.lag import broker_lags, broker_report
@@ -110,7 +116,8 @@ class JobRun:
             s: build_sink(graph.operator(s).type, s, dict(graph.operator(s).params), self.run_id)
             for s in graph.sinks()
         }
-        self.config: RunConfig = initial_config(graph)
+        self.config: RunConfig = initial_config(plan_job(graph))
+        self._plans: dict[str, PhysicalPlan] = {}
         self.meters = build_meters(
             graph, self.start_ms, options.epoch_ms, back_to_back=options.trigger_ms == 0
         )
@@ -280,7 +287,7 @@ class JobRun:
         self._clock.epoch = epoch
         pipeline = EpochPipeline(
             self.graph, config, epoch, plan["watermarks"], self.store, self.sinks,
-            source_frames=frames, clock=self._clock,
+            source_frames=frames, clock=self._clock, plan=self._running_plan(plan["config"]),
         )
         result = pipeline.run(batch)
         self.log.write_outcome(epoch, _outcome(result, self.graph.key_groups))
@@ -307,10 +314,19 @@ class JobRun:
             if plan.get("stop"):
                 self._stop_after = epoch
 
+    def _running_plan(self, config: dict[str, Any]) -> PhysicalPlan:
+        """The planner's plan of the configuration an epoch runs (made once per config)."""
+        key = json.dumps(config, sort_keys=True)
+        if key not in self._plans:
+            parsed = {op: OperatorConfig.from_dict(c) for op, c in config.items()}
+            self._plans = {key: running_plan(self.graph, parsed)}
+        return self._plans[key]
+
     def _new_plan(self, epoch: int, batch: DataFrame) -> dict[str, Any]:
         previous = self.log.latest_plan(before=epoch)
         if previous is None:
-            config, cursor, watermarks, outcome = initial_config(self.graph), None, {}, None
+            config, cursor, watermarks = initial_config(plan_job(self.graph)), None, {}
+            outcome = None
             self._anchor_clock()
             taken: dict[str, list[int]] = {}
         else:

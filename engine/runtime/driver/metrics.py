@@ -58,7 +58,10 @@ def epoch_metrics(
             rows_out = result.sink_rows.get(op_id, result.rows_out.get(op_id))
             if rows_out is None or rows_out < 0:
                 rows_out = rows_in
-            operators[op_id] = {"instances": config[op_id].parallelism, "rows_in": rows_in,
+            # A stateless operator's or clock source's instances are the partitions its rows
+            # ran on this epoch (the pipeline splits them as the plan says).
+            instances = result.instances.get(op_id, config[op_id].parallelism)
+            operators[op_id] = {"instances": instances, "rows_in": rows_in,
                                 "rows_out": rows_out, "busy_ms": None,
                                 "processing_rate": None, "region": None}
         _add_rates(operators[op_id], interval_ms, is_source=not graph.parents(op_id))

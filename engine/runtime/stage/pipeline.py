@@ -13,7 +13,8 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from engine.dag import JobGraph
-from engine.runtime.control.run_config import RunConfig
+from engine.planner import PhysicalPlan
+from engine.runtime.control.run_config import RunConfig, running_plan
 from engine.runtime.errors import UnsupportedJobError
 from engine.runtime.io.broker.dead_letters import (
     DEAD_LETTER,
@@ -43,6 +44,9 @@ from engine.runtime.stage.vsn_stage import (
 )
 from engine.runtime.state import StoreSpec
 
+# The order-preserving merge's sequence number: a row's position in what entered its region.
+SEQUENCE = "__seq"
+
 # Sources read from an outside system: read once per epoch, kept for the epoch's other jobs.
 BROKER_SOURCES = frozenset({"source.redis_stream"})
 
@@ -58,6 +62,8 @@ class EpochResult:
     latency_ms: dict[str, float | None] = field(default_factory=dict)
     dead_letters: dict[str, dict[str, Any]] = field(default_factory=dict)
     sink_wall_ms: dict[str, float] = field(default_factory=dict)
+    instances: dict[str, int] = field(default_factory=dict)
+    """Partitions the rows of each stateless operator and clock source ran on."""
 
 
 @dataclass
@@ -72,9 +78,18 @@ class EpochPipeline:
     sinks: dict[str, Sink]
     source_frames: dict[str, DataFrame] = field(default_factory=dict)
     clock: StageClock | None = None
+    plan: PhysicalPlan | None = None
+    """The planner's plan of ``config`` (``running_plan``): how each region's rows are split
+    and merged. Made from ``graph`` and ``config`` when not given."""
     _observations: dict[str, Observation] = field(default_factory=dict)
     dead_letters: dict[str, dict[str, Any]] = field(default_factory=dict)
     _cached: list[DataFrame] = field(default_factory=list)
+    _partitions: dict[str, int | None] = field(default_factory=dict)
+    _instances: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.plan is None:
+            self.plan = running_plan(self.graph, self.config)
 
     def run(self, batch: DataFrame) -> EpochResult:
         """Builds every operator's DataFrame, runs the VSN stages, commits the sinks.
@@ -93,6 +108,7 @@ class EpochPipeline:
             for cached in self._cached:
                 cached.unpersist()
         result.rows_out.update(self._observed())
+        result.instances.update(self._instances)
         result.dead_letters = self.dead_letters
         return result
 
@@ -109,8 +125,10 @@ class EpochPipeline:
         spark = batch.sparkSession
         if op.type.startswith("source."):
             rows = self.source_frames.get(op_id)
-            if rows is None:
-                rows = _source_rows(batch, op_id)
+            if rows is None:  # read by Spark: split as Spark reads it
+                rows, self._partitions[op_id] = _source_rows(batch, op_id), None
+            else:  # a clock source: its row range over its parallelism
+                self._partitions[op_id] = self._instances[op_id] = self.config[op_id].parallelism
             if op.type in BROKER_SOURCES:
                 # Several of the epoch's Spark jobs read the source; a broker is read once,
                 # the rows are kept on the executors for the epoch.
@@ -121,23 +139,28 @@ class EpochPipeline:
                 rows = rows.where(F.col(DEAD_LETTER).isNull()).drop(DEAD_LETTER)
             return rows
         parents = [frames[p] for p in self.graph.parents(op_id)]
+        if len(parents) > 1:  # no order across the inputs of a union or a join
+            parents = [_unsequenced(p) for p in parents]
         if op.type == "join":  # two inputs kept apart: the first edge is the left one
             sides = (to_spark(spark, parents[0]), to_spark(spark, parents[1]))
             return self._keyed(op_id, run_join_stage, parse_join_spec(op_id, params), sides, result)
         inputs = union(spark, parents)
         if op.type in STATELESS_TYPES:
-            inputs = to_spark(spark, inputs)
-            parallelism = self.config[op_id].parallelism
-            if parallelism != op.parallelism:  # rescaled at run time: split round-robin
-                inputs = inputs.repartition(parallelism)
+            inputs = self._enter_region(op_id, to_spark(spark, inputs))
             return self._observe(op_id, apply_stateless(op.type, params, inputs))
         if op.type == "window_aggregate":
             window = parse_window_spec(op_id, params)
-            return self._keyed(op_id, run_window_stage, window, to_spark(spark, inputs), result)
+            rows = to_spark(spark, _unsequenced(inputs))
+            return self._keyed(op_id, run_window_stage, window, rows, result)
         if op.type == "dedupe":
             dedupe = parse_dedupe_spec(op_id, params)
-            return self._keyed(op_id, run_dedupe_stage, dedupe, to_spark(spark, inputs), result)
+            rows = to_spark(spark, _unsequenced(inputs))
+            return self._keyed(op_id, run_dedupe_stage, dedupe, rows, result)
         if op.type.startswith("sink."):
+            if isinstance(inputs, DataFrame) and SEQUENCE in inputs.columns:
+                # The order-preserving merge: rows reach the sink in the order they entered
+                # the parallel region(s), as a sequential run would write them.
+                inputs = inputs.orderBy(SEQUENCE).drop(SEQUENCE)
             if isinstance(inputs, DataFrame):
                 inputs = inputs.persist(StorageLevel.MEMORY_AND_DISK)
                 self._cached.append(inputs)
@@ -149,11 +172,31 @@ class EpochPipeline:
             return inputs
         raise UnsupportedJobError(f"operator {op_id!r}: type {op.type!r} is not supported yet")
 
+    def _enter_region(self, op_id: str, rows: DataFrame) -> DataFrame:
+        """A stateless operator's rows, split as its region is planned: the first operator
+        of a region splits its input round-robin over the region's instances (unless the
+        rows already come in that many partitions), the others continue in the same
+        partitions. Where order matters downstream, rows are numbered before the split."""
+        assert self.plan is not None
+        region = self.plan.region_of(op_id)
+        parents = self.graph.parents(op_id)
+        known = _total([self._partitions.get(p) for p in parents])
+        if region.operators[0] != op_id:
+            self._partitions[op_id] = self._instances[op_id] = known or region.parallelism
+            return rows
+        if region.ordered_merge and SEQUENCE not in rows.columns:
+            rows = rows.withColumn(SEQUENCE, F.monotonically_increasing_id())
+        if known != region.parallelism:
+            rows = rows.repartition(region.parallelism)
+        self._partitions[op_id] = self._instances[op_id] = region.parallelism
+        return rows
+
     def _keyed(
         self, op_id: str, stage_fn: Any, spec: Any, inputs: Any, result: EpochResult
     ) -> Frame:
         """Runs a keyed operator's VSN stage with this epoch's assignment."""
         config = self.config[op_id]
+        self._partitions[op_id] = config.parallelism
         assert config.owners is not None
         with self._action(op_id):
             at = StageEpoch(
@@ -195,6 +238,19 @@ class EpochPipeline:
             if done and DEAD_LETTER_COUNT in observation.get:
                 self.dead_letters[op_id] = dead_letters_of(observation.get)
         return counts
+
+
+def _total(partitions: list[int | None]) -> int | None:
+    """Partitions of the union of frames (Spark concatenates them); None if one is unknown."""
+    if not partitions or any(p is None for p in partitions):
+        return None
+    return sum(p for p in partitions if p is not None)
+
+
+def _unsequenced(frame: Frame) -> Frame:
+    if isinstance(frame, DataFrame) and SEQUENCE in frame.columns:
+        return frame.drop(SEQUENCE)
+    return frame
 
 
 def _source_rows(batch: DataFrame, op_id: str) -> DataFrame:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.dag import parse_job_graph
+from engine.planner import plan_job
 from engine.runtime.control.commands import command_message, parse_command
 from engine.runtime.control.reconfigure import apply_commands
 from engine.runtime.control.run_config import initial_config
@@ -23,7 +24,7 @@ def _command(**fields: object):  # type: ignore[no-untyped-def]
 def _apply(**fields: object) -> tuple[dict, dict]:
     config, acks, _ = apply_commands(
         GRAPH,
-        initial_config(GRAPH),
+        initial_config(plan_job(GRAPH)),
         [_command(**fields)],
         7,
         {"counts": [1.0] * 16},
@@ -56,14 +57,14 @@ def test_rescale_installs_a_balanced_assignment_with_nothing_copied() -> None:
 def test_invalid_commands_are_rejected_with_a_reason(fields: dict, reason: str) -> None:
     config, ack = _apply(**fields)
     assert ack["status"] == "rejected" and reason in ack["reason"]
-    assert config == initial_config(GRAPH)
+    assert config == initial_config(plan_job(GRAPH))
 
 
 def test_weighted_rebalance_follows_observed_key_group_loads() -> None:
     loads = {"counts": [10.0] * 4 + [1.0] * 12}
     command = _command(kind="rebalance", operator="counts", assignment="weighted")
     config, acks, _ = apply_commands(
-        GRAPH, initial_config(GRAPH), [command], 3, loads, lambda op, params: None,
+        GRAPH, initial_config(plan_job(GRAPH)), [command], 3, loads, lambda op, params: None,
         MemoryStateStore().hand_over,
     )
     assert acks[0]["status"] == "applied"
@@ -106,7 +107,7 @@ def test_the_store_reports_what_it_copies_to_hand_key_groups_over() -> None:
         for kg in range(16):
             store.write_group("counts", kg, 1, table)
         command = _command(kind="rescale", operator="counts", parallelism=5)
-        _, acks, _ = apply_commands(GRAPH, initial_config(GRAPH), [command], 2, {},
+        _, acks, _ = apply_commands(GRAPH, initial_config(plan_job(GRAPH)), [command], 2, {},
                                     lambda op, params: None, store.hand_over)
         copied.append(acks[0]["state_bytes_copied"])
     moved = sum(1 for kg in range(16) if kg * 2 // 16 != kg * 5 // 16)

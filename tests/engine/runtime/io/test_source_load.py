@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.dag import parse_job_graph
+from engine.planner import plan_job
 from engine.runtime.control.commands import Command
 from engine.runtime.control.run_config import apply_command, initial_config
 from engine.runtime.errors import CommandRejected
@@ -54,7 +55,7 @@ def test_a_clock_source_rescales_live_and_a_files_source_says_why_not(tmp_path, 
         ],
         "edges": [{"from": "gen", "to": "out"}, {"from": "files", "to": "out2"}],
     })
-    config = initial_config(graph)
+    config = initial_config(plan_job(graph))
     rescaled = apply_command(graph, config, _rescale("gen", 2), {}, lambda *_: None)
     assert rescaled["gen"].parallelism == 2
     try:

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from engine.dag import parse_job_graph
+from engine.planner import plan_job
 from engine.runtime.api import request_reconfiguration, start_run
 from engine.runtime.control.run_config import initial_config
 from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
@@ -225,7 +226,7 @@ def test_logic_changes_around_a_join_are_checked_against_its_output(spark) -> No
     ]
     graph = parse_job_graph(job)
     batch = generator_batch(spark, GeneratorSpec(rows_per_second=10), 0, 10)
-    check = logic_checker(graph, initial_config(graph), batch)
+    check = logic_checker(graph, initial_config(plan_job(graph)), batch)
     check("late", {"condition": "click_time > event_time"})  # a right-only column: accepted
     with pytest.raises(CommandRejected, match="no_such"):
         check("late", {"condition": "no_such > 1"})

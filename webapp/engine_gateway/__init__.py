@@ -1,0 +1,77 @@
+"""The one place the web application calls the engine. Plain data crosses: dicts and JSON.
+
+Engine errors become `ServiceError`s here, so views and services see one error family. By
+concern: `documents` (validation, plans, limits, the catalog), `plans` (reconfigurations
+planned against a running document and the commands that carry them), `rates` (ETP, DS2 and
+the autoscaler on measured rates) and `runs` (the control channel and the driver's loop).
+"""
+
+from webapp.engine_gateway.documents import (
+    ParserUnavailable,
+    dag_assignment,
+    dag_check,
+    dag_headroom,
+    dag_limits,
+    dag_normalized,
+    dag_parallelism,
+    dag_problems,
+    dag_shown,
+    dag_with_secrets,
+    document_limits,
+    operator_catalog,
+    prepare,
+)
+from webapp.engine_gateway.plans import (
+    commands_between,
+    plan_acknowledged,
+    plan_check_rebalance,
+    plan_diff,
+    plan_logic,
+    plan_rescale,
+    plan_scale_in_by_instances,
+    plan_scale_out_instances,
+    rebalance_command,
+)
+from webapp.engine_gateway.rates import (
+    load_decide,
+    rates_etp,
+    rates_recommend,
+)
+from webapp.engine_gateway.runs import (
+    CONTROL_PREFIX,
+    control_send,
+    control_stop,
+    run_driver,
+)
+
+__all__ = [
+    "CONTROL_PREFIX",
+    "ParserUnavailable",
+    "commands_between",
+    "control_send",
+    "control_stop",
+    "dag_assignment",
+    "dag_check",
+    "dag_headroom",
+    "dag_limits",
+    "dag_normalized",
+    "dag_parallelism",
+    "dag_problems",
+    "dag_shown",
+    "dag_with_secrets",
+    "document_limits",
+    "load_decide",
+    "operator_catalog",
+    "plan_acknowledged",
+    "plan_check_rebalance",
+    "plan_diff",
+    "plan_logic",
+    "plan_rescale",
+    "plan_scale_in_by_instances",
+    "plan_scale_out_instances",
+    "prepare",
+    "rates_etp",
+    "rates_recommend",
+    "rebalance_command",
+    "run_driver",
+]

@@ -1,0 +1,129 @@
+"""Job graph documents as the pages and the API show and check them: validation, the
+plan, limits and headroom, the operator catalog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.dag import max_parallelism, parse_job_graph, pinned_reason
+from engine.dag.document import document_in_order
+from engine.dag.expressions import ExpressionParserUnavailable
+from engine.dag.secrets import masked_document, unmasked_document
+from engine.errors import DagValidationError
+from engine.planner import plan_job
+from webapp.errors import ServiceError
+
+
+def prepare() -> None:
+    """Imports the engine modules that requests import on first use (none of them loads
+    Spark), so that a server's first requests do not pay for them."""
+    import engine.dag  # noqa: F401
+    import engine.policies.autoscale  # noqa: F401
+    import engine.runtime.control.channel  # noqa: F401
+    import engine.runtime.control.commands  # noqa: F401
+    import engine.runtime.control.run_config  # noqa: F401
+
+
+def dag_shown(document: Any) -> Any:
+    """The document as pages and API answers show it: keys in reading order, broker
+    passwords masked."""
+    return masked_document(document_in_order(document))
+
+
+def dag_with_secrets(document: Any, previous: Any) -> Any:
+    """A saved document with the passwords it shows masked taken from ``previous``."""
+    return unmasked_document(document, previous)
+
+
+def dag_problems(document: Any) -> list[dict[str, str]]:
+    """Every problem of a DAG document, each naming the operator or edge; empty when valid."""
+    try:
+        parse_job_graph(document)
+    except DagValidationError as error:
+        return [{"where": p.where, "message": p.message} for p in error.problems]
+    except ExpressionParserUnavailable as error:
+        raise ParserUnavailable(str(error)) from None
+    return []
+
+
+class ParserUnavailable(ServiceError):
+    status = 503
+
+
+def dag_normalized(document: dict[str, Any]) -> dict[str, Any]:
+    """The canonical form of a valid document (defaults filled in)."""
+    return parse_job_graph(document).to_dict()
+
+
+def dag_parallelism(document: dict[str, Any]) -> dict[str, int]:
+    """Instances per operator."""
+    return {op.id: op.parallelism for op in parse_job_graph(document).operators}
+
+
+def dag_assignment(document: dict[str, Any]) -> dict[str, list[list[int]]]:
+    """Key-group owners of each keyed operator at the start of a run, as the driver's acks
+    show them: [[first key group, last key group, instance], ...]."""
+    from engine.runtime.control.run_config import describe, initial_config
+
+    config = initial_config(plan_job(parse_job_graph(document)))
+    return {op: describe(config, op)["ranges"] for op, c in config.items() if c.owners is not None}
+
+
+def dag_limits(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per operator: the largest parallelism it may take, if pinned to 1 why, and if its
+    parallelism cannot change live (sinks, sources Spark reads itself) why."""
+    from engine.policies.autoscale import parallelism_limits
+
+    graph = parse_job_graph(document)
+    _, fixed = parallelism_limits(graph)
+    return {
+        op.id: {"max": max_parallelism(graph, op), "pinned_reason": pinned_reason(op),
+                "fixed_reason": None if pinned_reason(op) else fixed.get(op.id)}
+        for op in graph.operators
+    }
+
+
+def dag_headroom(document: dict[str, Any]) -> dict[str, int]:
+    """How many instances the ETP policy may add (up to each operator's limit) and remove
+    (down to 1 each) in one request, over the operators whose parallelism may change."""
+    limits = dag_limits(document)
+    parallelism = dag_parallelism(document)
+    movable = [op for op, lim in limits.items()
+               if not lim["pinned_reason"] and not lim["fixed_reason"]]
+    return {"add": sum(max(0, limits[op]["max"] - parallelism[op]) for op in movable),
+            "remove": sum(max(0, parallelism[op] - 1) for op in movable)}
+
+
+def document_limits() -> dict[str, int]:
+    """The bounds of a document's own fields, for the editor to show."""
+    from engine.dag.document import MAX_KEY_GROUPS, MAX_NAME_LENGTH
+
+    return {"name": MAX_NAME_LENGTH, "key_groups": MAX_KEY_GROUPS}
+
+
+def operator_catalog() -> list[dict[str, Any]]:
+    """The operator types with their param schemas, for the editor's palette and forms."""
+    from engine.dag import OPERATOR_TYPES
+
+    return [
+        {
+            "type": t.name, "role": t.role, "state_kind": t.state_kind,
+            "selectivity": t.selectivity, "inputs": t.inputs, "doc": t.doc,
+            "params": [{"name": p.name, "kind": p.kind, "required": p.required,
+                        "default": p.default, "doc": p.doc, "maximum": p.maximum}
+                       for p in t.params],
+        }
+        for t in OPERATOR_TYPES.values()
+    ]
+
+
+def dag_check(document: Any) -> dict[str, Any]:
+    """Validation for the editor: every problem, and when valid the plan and output columns."""
+    problems = dag_problems(document)
+    if problems:
+        return {"valid": False, "problems": problems}
+    from engine.dag import output_columns
+
+    graph = parse_job_graph(document)
+    return {"valid": True, "problems": [], "plan": plan_job(graph).to_dict(),
+            "columns": {op: dict(cols) for op, cols in output_columns(graph).items()}}

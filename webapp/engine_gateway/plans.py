@@ -1,0 +1,202 @@
+"""Reconfigurations planned against a running document: rescales, ETP scale-out and -in,
+logic changes, rebalances, and the commands that carry them to the driver."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from engine.dag import JobGraph, max_parallelism, parse_job_graph, pinned_reason, state_kind_of
+from engine.planner import diff_plans, plan_job
+from engine.policies import plan_scale_out
+from engine.policies.instances_in import plan_scale_in_instances
+from webapp.engine_gateway.documents import dag_headroom, dag_problems
+from webapp.engine_gateway.rates import measured_rates
+from webapp.errors import ServiceError
+
+
+def _check_headroom(document: dict[str, Any], instances: Any, direction: str) -> None:
+    if not isinstance(instances, int) or isinstance(instances, bool):
+        return  # _graph_and_rates names the problem
+    room = dag_headroom(document)[direction]
+    if instances > room:
+        verb = "added" if direction == "add" else "removed"
+        raise _problem("field instances", f"at most {room} instance(s) can be {verb} now "
+                                          f"(asked for {instances})")
+
+
+def plan_rescale(document: dict[str, Any], *, operator: Any, parallelism: Any) -> dict[str, Any]:
+    """The document with `operator` at `parallelism`, or a ServiceError naming the limit."""
+    graph = parse_job_graph(document)
+    op = _operator(graph, operator)
+    if not isinstance(parallelism, int) or isinstance(parallelism, bool):
+        raise _problem("field parallelism", "must be a whole number")
+    from engine.policies.autoscale import parallelism_limits
+
+    fixed = parallelism_limits(graph)[1].get(op.id)
+    if fixed is not None and pinned_reason(op) is None:
+        raise _problem("field operator", f"{operator!r} {fixed}")
+    limit = max_parallelism(graph, op)
+    if parallelism < 1 or parallelism > limit:
+        reason = pinned_reason(op)
+        why = f"{operator!r} is pinned to 1: {reason}" if reason else (
+            f"{operator!r} takes 1 to {limit} instances (key_groups is {graph.key_groups})")
+        raise _problem("field parallelism", f"{parallelism} is out of range: {why}")
+    if parallelism == op.parallelism:
+        raise _problem("field parallelism", f"{operator!r} already runs {parallelism} instance(s)")
+    return graph.with_parallelism(op.id, parallelism).to_dict()
+
+
+def plan_scale_out_instances(
+    document: dict[str, Any], *, rates: dict[str, Any], instances: Any
+) -> dict[str, Any]:
+    """Stela scale-out: `instances` new instances placed by ETP on congested operators."""
+    _check_headroom(document, instances, "add")
+    graph, parsed = _graph_and_rates(document, rates, instances)
+    result = plan_scale_out(graph, parsed, instances, fixed=_fixed(graph))
+    if not result.steps:
+        raise _problem("field instances", "no operator that may take another instance is congested")
+    return _with_parallelism(graph, result.parallelism)
+
+
+def plan_scale_in_by_instances(
+    document: dict[str, Any], *, rates: dict[str, Any], instances: Any
+) -> dict[str, Any]:
+    """Remove `instances` instances from the operators of lowest ETP."""
+    _check_headroom(document, instances, "remove")
+    graph, parsed = _graph_and_rates(document, rates, instances)
+    result = plan_scale_in_instances(graph, parsed, instances, fixed=_fixed(graph))
+    if not result.steps:
+        raise _problem("field instances", "every operator already runs a single instance")
+    return _with_parallelism(graph, result.parallelism)
+
+
+def plan_logic(document: dict[str, Any], *, operator: Any, params: Any) -> dict[str, Any]:
+    """The document with new params for `operator`, validated; a change that would corrupt a
+    keyed operator's state is refused with the parameter named."""
+    graph = parse_job_graph(document)
+    op = _operator(graph, operator)
+    if not isinstance(params, dict):
+        raise _problem("field params", "must be a JSON object")
+    if op.type.startswith(("source.", "sink.")):
+        raise _problem(f"operator {operator}", "sources and sinks change only with a restart")
+    if state_kind_of(op) != "stateless":
+        from engine.runtime.operators.changes import logic_change_refused
+
+        reason = logic_change_refused(op.type, op.id, op.params, params)
+        if reason is not None:
+            raise _problem(f"operator {operator}", f"refused while it runs: {reason}")
+    after = graph.with_params(op.id, params).to_dict()
+    problems = dag_problems(after)
+    if problems:
+        raise ServiceError(f"the new params have {len(problems)} problem(s)", problems=problems)
+    if after == graph.to_dict():
+        raise _problem("field params", f"{operator!r} already has these params")
+    return after
+
+
+def plan_check_rebalance(document: dict[str, Any], *, operator: Any, assignment: Any) -> Any:
+    """Check a rebalance request: a keyed operator and an owner per key group (or 'weighted')."""
+    graph = parse_job_graph(document)
+    op = _operator(graph, operator)
+    if not _is_keyed(graph, op.id):
+        raise _problem(f"operator {operator}", "only keyed operators have key groups to rebalance")
+    if assignment in (None, "weighted"):
+        return "weighted"
+    if not isinstance(assignment, list) or len(assignment) != graph.key_groups:
+        raise _problem("field assignment", f"must list an owner for each of the "
+                                           f"{graph.key_groups} key groups, or be 'weighted'")
+    if any(not isinstance(o, int) or isinstance(o, bool) or not 0 <= o < op.parallelism
+           for o in assignment):
+        raise _problem("field assignment", f"owners must be instances 0..{op.parallelism - 1}")
+    return assignment
+
+
+def plan_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What changes between two documents: workload, resources and logic, by operator."""
+    return diff_plans(plan_job(parse_job_graph(before)), plan_job(parse_job_graph(after))).to_dict()
+
+
+def plan_acknowledged(before: dict[str, Any], *, acks: list[dict[str, Any]]) -> dict[str, Any]:
+    """`before` with exactly what the driver acknowledged as applied: each applied command's
+    operator at the parallelism and params its ack reports."""
+    graph = original = parse_job_graph(before)
+    for ack in acks:
+        after, op_id = ack.get("after") or {}, ack.get("operator")
+        if ack.get("status") != "applied" or not op_id or "parallelism" not in after:
+            continue
+        if int(after["parallelism"]) != graph.operator(op_id).parallelism:
+            graph = graph.with_parallelism(op_id, int(after["parallelism"]))
+        if "params" in after and after["params"] != dict(graph.operator(op_id).params):
+            graph = graph.with_params(op_id, after["params"])
+    return before if graph is original else graph.to_dict()
+
+
+def commands_between(
+    before: dict[str, Any], after: dict[str, Any], *, request_id: str
+) -> list[dict[str, str]]:
+    """Control-channel commands that turn a running `before` into `after`."""
+    from engine.runtime.control.commands import command_message
+
+    old = {op["id"]: op for op in before["operators"]}
+    now_ms = time.time() * 1000.0
+    commands = []
+    for op in after["operators"]:
+        previous = old[op["id"]]
+        if op.get("params") != previous.get("params"):
+            commands.append(command_message("logic", op["id"], "", now_ms, params=op["params"]))
+        if op.get("parallelism", 1) != previous.get("parallelism", 1):
+            commands.append(command_message("rescale", op["id"], "", now_ms,
+                                            parallelism=op.get("parallelism", 1)))
+    return _numbered(commands, request_id)
+
+
+def rebalance_command(*, operator: str, assignment: Any, request_id: str) -> list[dict[str, str]]:
+    from engine.runtime.control.commands import command_message
+
+    message = command_message("rebalance", operator, "", time.time() * 1000.0,
+                              assignment=assignment)
+    return _numbered([message], request_id)
+
+
+def _numbered(commands: list[dict[str, str]], request_id: str) -> list[dict[str, str]]:
+    if len(commands) == 1:
+        return [dict(commands[0], request_id=request_id)]
+    return [dict(c, request_id=f"{request_id}.{i + 1}") for i, c in enumerate(commands)]
+
+
+def _fixed(graph: JobGraph) -> set[str]:
+    """Operators whose parallelism a running job cannot change (the engine refuses them)."""
+    from engine.policies.autoscale import parallelism_limits
+
+    return set(parallelism_limits(graph)[1])
+
+
+def _graph_and_rates(document, rates, instances):
+    if not isinstance(instances, int) or isinstance(instances, bool) or instances < 1:
+        raise _problem("field instances", "must be a whole number of at least 1")
+    graph = parse_job_graph(document)
+    return graph, measured_rates(rates, graph)
+
+
+def _with_parallelism(graph: JobGraph, parallelism: dict[str, int]) -> dict[str, Any]:
+    for op_id, n in parallelism.items():
+        if graph.operator(op_id).parallelism != n:
+            graph = graph.with_parallelism(op_id, n)
+    return graph.to_dict()
+
+
+def _operator(graph: JobGraph, operator: Any):
+    if not isinstance(operator, str) or not operator:
+        raise _problem("field operator", "is required")
+    if operator not in {op.id for op in graph.operators}:
+        raise _problem("field operator", f"there is no operator {operator!r} in this job")
+    return graph.operator(operator)
+
+
+def _is_keyed(graph: JobGraph, op_id: str) -> bool:
+    return state_kind_of(graph.operator(op_id)) == "keyed"
+
+
+def _problem(where: str, message: str) -> ServiceError:
+    return ServiceError(f"{where}: {message}", problems=[{"where": where, "message": message}])

@@ -1,0 +1,51 @@
+"""The policies on measured rates: ETP, DS2's recommendation, the autoscaler's decision."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.dag import JobGraph, parse_job_graph
+from engine.errors import EngineError
+from engine.policies import compute_etp, parse_rates, recommend_parallelism
+from webapp.errors import ServiceError
+
+
+def rates_etp(document: dict[str, Any], rates: dict[str, Any]) -> dict[str, Any]:
+    """ETP and congestion of each operator under measured rates."""
+    graph = parse_job_graph(document)
+    result = compute_etp(graph, measured_rates(rates, graph))
+    return {"etp": dict(result.etp), "congested": list(result.congested)}
+
+
+def rates_recommend(document: dict[str, Any], rates: dict[str, Any]) -> dict[str, int]:
+    """DS2's parallelism for each non-source operator at the measured source rates."""
+    graph = parse_job_graph(document)
+    return recommend_parallelism(graph, measured_rates(rates, graph))
+
+
+def load_decide(
+    document: dict[str, Any], *, epochs: list[dict[str, Any]], min_parallelism: int,
+    max_parallelism: int | None, window_epochs: int = 3,
+) -> dict[str, Any]:
+    """The autoscaler's decision (up, down, hold or wait, with its changes, reasons and the
+    figures that drove it) from the stored load of the epochs since the last change."""
+    from engine.policies.autoscale import (
+        AutoscaleSettings,
+        autoscale_decide,
+        parallelism_limits,
+    )
+
+    graph = parse_job_graph(document)
+    settings = AutoscaleSettings(min_parallelism=min_parallelism,
+                                 max_parallelism=max_parallelism, window_epochs=window_epochs)
+    limits, fixed = parallelism_limits(graph)
+    usable = [e for e in epochs if e.get("operators") and set(e["operators"]) == set(limits)]
+    return autoscale_decide(graph, usable, settings, limits, fixed).to_dict()
+
+
+def measured_rates(rates: dict[str, Any], graph: JobGraph):
+    """The rates JSON parsed against ``graph``; a ServiceError says why it is not usable."""
+    try:
+        return parse_rates(rates, graph)
+    except EngineError as error:
+        raise ServiceError(f"no usable measured rates yet: {error}") from None

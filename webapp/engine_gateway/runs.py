@@ -1,0 +1,76 @@
+"""Run control: the control channel to a run's driver, and the driver's loop on Spark."""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+from django.conf import settings
+
+CONTROL_PREFIX = "streamscale:"
+
+
+def control_send(*, run_id: int, messages: list[dict[str, str]]) -> None:
+    """Append commands to the run's durable control channel, stamped with the send time."""
+    channel = _channel(run_id)
+    for message in messages:
+        channel.send(dict(message, requested_at=f"{time.time() * 1000.0:.3f}"))
+
+
+def control_stop(*, run_id: int) -> None:
+    """Ask the run's driver to stop after its current epoch."""
+    from engine.runtime.control.commands import command_message
+
+    _channel(run_id).send(command_message("stop", None, f"stop-{run_id}", time.time() * 1000.0))
+
+
+def _channel(run_id: int):
+    from engine.runtime.control.channel import RedisControlChannel
+
+    url = settings.REDIS_URL
+    return RedisControlChannel(url, str(run_id), CONTROL_PREFIX, client=_control_redis(url))
+
+
+@functools.cache
+def _control_redis(url: str):
+    """One connection pool per server for control sends (no TCP set-up per command)."""
+    import redis
+
+    return redis.Redis.from_url(url, decode_responses=True)
+
+
+def run_driver(
+    *, document: dict[str, Any], run_id: int, checkpoint: str, master: str, host: Any,
+    stop_requested: Any, running: Any = None,
+) -> tuple[str, str]:
+    """Run a job on Spark in this process until it ends; returns its status and, for a failure,
+    the cause in one line. The status is "stopped" (asked through the control channel),
+    "failed", or "suspended" (when `stop_requested` was set: the query stops cleanly after its
+    epoch in progress and the run resumes from its checkpoint when a driver starts again).
+
+    `host` implements the engine's ports (metrics publisher, reconfiguration recorder);
+    `running` (an Event), if given, is set once the query runs. Imports PySpark, so only the
+    driver process calls it.
+    """
+    from engine.runtime.api import start_run, stop_run
+    from engine.runtime.errors import failure_summary
+
+    # On a cluster the executors may sit on other machines: state goes to the networked store.
+    on_cluster = master.startswith("spark://")
+    run = start_run(
+        document, checkpoint=checkpoint, publisher=host, recorder=host, run_id=str(run_id),
+        master=master, control_url=settings.REDIS_URL, control_prefix=CONTROL_PREFIX,
+        state_url=settings.STATE_REDIS_URL if on_cluster else None,
+    )
+    if running is not None:
+        running.set()
+    while True:
+        status = run.wait(timeout_s=0.5)
+        if status == "failed" and run.error is not None:
+            return status, failure_summary(run.error)
+        if status in ("stopped", "failed"):
+            return status, ""
+        if stop_requested.is_set():
+            stop_run(run)
+            return "suspended", ""

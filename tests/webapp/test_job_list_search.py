@@ -88,6 +88,7 @@ def test_archived_jobs_are_marked_when_shown(session_client, jobs):
         ("q=" + "x" * 201, "The filter q is 201 characters long: at most 200."),
         ("page=two", "The page must be a whole number from 1, not &#x27;two&#x27;."),
         ("page=0", "The page must be a whole number from 1, not &#x27;0&#x27;."),
+        ("page=%C2%B2", "The page must be a whole number from 1, not &#x27;\u00b2&#x27;."),
     ],
 )
 def test_a_bad_filter_is_refused_naming_it(session_client, jobs, query, message):
@@ -117,6 +118,7 @@ def test_the_list_is_paged_and_the_pages_keep_the_filters(session_client, make_u
     assert 'rel="prev" href="?q=load&amp;page=1"' in second
     # Past the end: the last page.
     assert _listed(client, "q=load&page=9") == names[JOBS_PER_PAGE:]
+    assert _listed(client, "q=load&page=" + "9" * 5000) == names[JOBS_PER_PAGE:]
     # One page: no pager.
     assert 'aria-label="Job list pages"' not in client.get("/?q=other").content.decode()
 

@@ -61,10 +61,10 @@ def _page(items, number: str | None, size: int):
     paginator = Paginator(items, size)
     if number in (None, ""):
         return paginator.page(1)
-    if not number.isdigit() or int(number) < 1:
+    if not (number.isascii() and number.isdigit()) or int(number[:12]) < 1:
         raise ServiceError(f"the page must be a whole number from 1, not {number[:20]!r}",
                            problems=[{"where": "page", "message": "must be a whole number"}])
-    return paginator.page(min(int(number), paginator.num_pages))
+    return paginator.page(min(int(number[:12]), paginator.num_pages))
 
 
 @page_requires(Permission.READ)

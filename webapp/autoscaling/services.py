@@ -24,12 +24,15 @@ AUTOSCALE_LIMITS = {"min": 32768, "max": 32768, "cooldown_s": 86400}
 
 
 def autoscale_configure(*, run_id: int, body: dict[str, Any], actor, trigger: str) -> Run:
-    """Set a run's autoscaling mode and bounds."""
+    """Set a run's autoscaling mode and bounds: ``min``, ``max`` (None: the job's key-group
+    limit) instances per operator and ``cooldown_s``; a bound left out stays as it is."""
     mode = body.get("mode")
     if mode not in AutoscaleMode.values:
         raise _bad("mode", f"must be one of {', '.join(AutoscaleMode.values)}")
     settings = {name: body[name] for name in ("min", "max", "cooldown_s") if name in body}
     for name, value in settings.items():
+        if name == "max" and value is None:
+            continue
         top = AUTOSCALE_LIMITS[name]
         if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= top:
             raise _bad(name, f"must be a whole number from 1 to {top}")
@@ -41,8 +44,7 @@ def autoscale_configure(*, run_id: int, body: dict[str, Any], actor, trigger: st
         run.autoscale_min = settings.get("min", run.autoscale_min)
         run.autoscale_max = settings.get("max", run.autoscale_max)
         run.autoscale_cooldown_s = settings.get("cooldown_s", run.autoscale_cooldown_s)
-        if run.autoscale_max is not None and run.autoscale_max < run.autoscale_min:
-            raise _bad("max", "must not be below min")
+        _check_bounds(run)
         if mode == AutoscaleMode.OFF:
             run.autoscale_proposal = {}  # a recommendation of a loop that is off is stale
         run.save()
@@ -51,6 +53,22 @@ def autoscale_configure(*, run_id: int, body: dict[str, Any], actor, trigger: st
                      details={"mode": mode, "min": run.autoscale_min, "max": run.autoscale_max,
                               "cooldown_s": run.autoscale_cooldown_s})
     return run
+
+
+def autoscale_instance_limit(*, run: Run) -> int:
+    """The most instances any operator of the run may take: its job's key groups."""
+    document = run.target_dag or run.version.dag
+    return int(document.get("key_groups", 128))
+
+
+def _check_bounds(run: Run) -> None:
+    limit = autoscale_instance_limit(run=run)
+    for name, value in (("min", run.autoscale_min), ("max", run.autoscale_max)):
+        if value is not None and value > limit:
+            raise _bad(name, f"must be at most {limit}, the job's key groups (no operator "
+                             "can take more instances)")
+    if run.autoscale_max is not None and run.autoscale_max < run.autoscale_min:
+        raise _bad("max", f"must not be below min ({run.autoscale_min})")
 
 
 def _configured_summary(run: Run) -> str:

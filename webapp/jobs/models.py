@@ -18,6 +18,13 @@ class Job(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     latest_version = models.PositiveIntegerField(default=0)
+    # An archived job is hidden from the job list by default and is neither started nor edited
+    # until restored; its versions, runs and audit trail stay.
+    archived_at = models.DateTimeField(null=True, blank=True)
+    archived_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
 
     class Meta:
         ordering = ["name"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 
 from webapp import engine_gateway
-from webapp.errors import NotFound
+from webapp.errors import NotFound, ServiceError
 from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, JobVersion, Run, RunStatus
 
 
@@ -15,6 +15,46 @@ def job_list(*, name: str = "") -> QuerySet:
     """Jobs by name; with ``name``, those whose name contains it (any case)."""
     jobs = Job.objects.order_by("name")
     return jobs.filter(name__icontains=name) if name else jobs
+
+
+# What the job list filters on: whether a run is going, and the archive.
+JOB_STATUSES = {"running": "running", "idle": "not running", "failed": "last run failed"}
+JOB_ARCHIVE = {"hide": "hidden", "include": "shown too", "only": "only archived"}
+MAX_SEARCH = 200  # as a job's name
+
+
+def job_search(*, text: str = "", status: str = "", archived: str = "hide") -> QuerySet:
+    """Jobs by name whose name contains ``text`` (any case); ``status``: "running" (a run is
+    going), "failed" (none is and the last one failed), "idle" (none is and the last did not
+    fail, or there was none), "" for any; ``archived``: one of JOB_ARCHIVE."""
+    if len(text) > MAX_SEARCH:
+        raise _bad_filter("q", f"is {len(text)} characters long: at most {MAX_SEARCH}")
+    if status and status not in JOB_STATUSES:
+        raise _bad_filter("state", "must be one of " + ", ".join(JOB_STATUSES) + " (or empty)")
+    if archived not in JOB_ARCHIVE:
+        raise _bad_filter("archived", "must be one of " + ", ".join(JOB_ARCHIVE))
+    runs = Run.objects.filter(job=OuterRef("pk"))
+    jobs = Job.objects.annotate(
+        has_active_run=Exists(runs.filter(status__in=ACTIVE_RUN_STATUSES)),
+        last_run_status=Subquery(runs.order_by("-created_at", "-id").values("status")[:1]),
+    ).order_by("name")
+    if text:
+        jobs = jobs.filter(name__icontains=text)
+    if archived != "include":
+        jobs = jobs.filter(archived_at__isnull=archived == "hide")
+    failed = Q(last_run_status=RunStatus.FAILED)
+    if status == "running":
+        jobs = jobs.filter(has_active_run=True)
+    elif status == "failed":
+        jobs = jobs.filter(failed, has_active_run=False)
+    elif status == "idle":
+        jobs = jobs.filter(Q(last_run_status__isnull=True) | ~failed, has_active_run=False)
+    return jobs
+
+
+def _bad_filter(field: str, message: str) -> ServiceError:
+    return ServiceError(f"the filter {field} {message}",
+                        problems=[{"where": f"filter {field}", "message": message}])
 
 
 def job_get(*, job_id: int) -> Job:
@@ -48,7 +88,12 @@ def job_shown_run(*, job: Job) -> Run | None:
 
 def job_runs(*, job: Job, limit: int = 20) -> list[Run]:
     """The job's latest runs, past and present, newest first."""
-    return list(job.runs.select_related("version").order_by("-created_at")[:limit])
+    return list(job_run_list(job=job)[:limit])
+
+
+def job_run_list(*, job: Job) -> QuerySet:
+    """All the job's runs, past and present, newest first."""
+    return job.runs.select_related("version").order_by("-created_at", "-id")
 
 
 def job_as_json(job: Job) -> dict[str, Any]:
@@ -58,6 +103,7 @@ def job_as_json(job: Job) -> dict[str, Any]:
         "name": job.name,
         "latest_version": job.latest_version,
         "created_at": job.created_at.isoformat(),
+        "archived_at": job.archived_at.isoformat() if job.archived_at else None,
         "versions": [
             {
                 "number": v.number,

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from webapp.audit.services import audit_record
 from webapp.engine_gateway import dag_normalized, dag_problems, dag_with_secrets
 from webapp.errors import Conflict, NotFound, ServiceError
-from webapp.jobs.models import Job, JobVersion
+from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, JobVersion
 from webapp.live.events import job_event_publish
 
 
@@ -45,6 +46,7 @@ def job_version_create(
         job = Job.objects.select_for_update().filter(pk=job_id).first()
         if job is None:
             raise NotFound(f"there is no job {job_id}")
+        job_check_not_archived(job=job, doing="saving a version")
         if base_version != job.latest_version:
             raise Conflict(
                 f"version {job.latest_version} was saved after version {base_version}: "
@@ -72,13 +74,67 @@ def job_version_create(
     return version
 
 
+def job_archive(*, job_id: int, actor, trigger: str, reason: str = "") -> Job:
+    """Archive a job: hidden from the job list by default, neither started nor edited until
+    restored. Its versions, runs and audit trail stay. A job with a run going is refused."""
+    _check_text(reason, "reason")
+    with transaction.atomic():
+        job = _locked_job(job_id)
+        if job.archived_at is not None:
+            raise Conflict(f"job {job.name!r} is already archived")
+        active = job.runs.filter(status__in=ACTIVE_RUN_STATUSES).order_by("-created_at").first()
+        if active is not None:
+            raise Conflict(f"run {active.pk} of job {job.name!r} is {active.status}: stop it "
+                           "before archiving the job")
+        job.archived_at, job.archived_by = timezone.now(), actor
+        job.save(update_fields=["archived_at", "archived_by", "updated_at"])
+        audit_record(actor=actor, trigger=trigger, action="job.archived", job=job,
+                     outcome="done", reason=reason)
+    return job
+
+
+def job_restore(*, job_id: int, actor, trigger: str, reason: str = "") -> Job:
+    """Take a job out of the archive: listed, startable and editable again."""
+    _check_text(reason, "reason")
+    with transaction.atomic():
+        job = _locked_job(job_id)
+        if job.archived_at is None:
+            raise Conflict(f"job {job.name!r} is not archived")
+        archived_at = job.archived_at
+        job.archived_at, job.archived_by = None, None
+        job.save(update_fields=["archived_at", "archived_by", "updated_at"])
+        audit_record(actor=actor, trigger=trigger, action="job.restored", job=job,
+                     outcome="done", reason=reason,
+                     details={"archived_at": archived_at.isoformat()})
+    return job
+
+
+def job_check_not_archived(*, job: Job, doing: str) -> None:
+    """Refuse ``doing`` (e.g. "starting a run") on an archived job, saying how to go on."""
+    if job.archived_at is not None:
+        raise Conflict(f"job {job.name!r} is archived: restore it before {doing}",
+                       problems=[{"where": "job", "message": f"is archived: restore it before "
+                                                             f"{doing}"}])
+
+
+def _locked_job(job_id: int) -> Job:
+    job = Job.objects.select_for_update().filter(pk=job_id).first()
+    if job is None:
+        raise NotFound(f"there is no job {job_id}")
+    return job
+
+
 MAX_COMMENT = 2000
 
 
 def _check_comment(comment: Any) -> None:
-    if not isinstance(comment, str) or len(comment) > MAX_COMMENT or "\x00" in comment:
-        raise ServiceError(f"the comment must be text of at most {MAX_COMMENT} characters",
-                           problems=[{"where": "field comment",
+    _check_text(comment, "comment")
+
+
+def _check_text(text: Any, field: str) -> None:
+    if not isinstance(text, str) or len(text) > MAX_COMMENT or "\x00" in text:
+        raise ServiceError(f"the {field} must be text of at most {MAX_COMMENT} characters",
+                           problems=[{"where": f"field {field}",
                                       "message": f"must be at most {MAX_COMMENT} characters"}])
 
 

@@ -11,8 +11,9 @@ from django.views.decorators.http import require_GET
 from webapp import engine_gateway
 from webapp.accounts.access import page_requires
 from webapp.accounts.roles import Permission
-from webapp.errors import NotFound
+from webapp.errors import NotFound, ServiceError
 from webapp.jobs import selectors
+from webapp.jobs.services import job_check_not_archived
 from webapp.pages import diffs
 from webapp.pages.views import _int_or_none
 
@@ -48,6 +49,11 @@ def job_edit(request, job_id: int):
         version = selectors.job_version_get(job=job, number=number)
     except NotFound as error:
         raise Http404(str(error)) from None
+    try:
+        job_check_not_archived(job=job, doing="editing it")
+    except ServiceError as error:  # the save would be refused: no editor to lose work in
+        return render(request, "pages/error.html", {"error": error, "nav": "jobs"},
+                      status=error.status)
     return render(request, "pages/job_editor.html", {
         "config": _editor_config(job=job, version=version), "job": job, "version": version,
         "limits": engine_gateway.document_limits(), "nav": "jobs",

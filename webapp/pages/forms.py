@@ -28,11 +28,17 @@ def reconfiguration_body(data: QueryDict) -> dict[str, Any]:
 
 
 def autoscale_body(data: QueryDict) -> dict[str, Any]:
+    """The autoscaler's settings from its form; a bound the form leaves out stays as it is,
+    an emptied ``max`` means no bound but the job's key groups."""
     body: dict[str, Any] = {"mode": data.get("mode", "")}
     for name in ("min", "max", "cooldown_s"):
         value = data.get(name, "").strip()
         if value:
             body[name] = _whole_number(value)
+        elif name == "max" and name in data:
+            body[name] = None
+        elif name in data:
+            body[name] = ""  # an emptied required bound: the service names it
     return body
 
 

@@ -126,12 +126,16 @@ def reconfigure(request, run_id: int):
 @page_requires(Permission.OPERATE_RUNS)
 @require_POST
 def autoscale(request, run_id: int):
+    """Set the autoscaler's mode and bounds; the panel comes back with what is stored, or
+    with the refusal's message and the form keeping what was typed."""
     context = {}
     try:
         run = autoscale_configure(run_id=run_id, body=autoscale_body(request.POST),
                                   actor=request.user, trigger=Trigger.USER)
+    except NotFound as error:
+        raise Http404(str(error)) from None
     except ServiceError as error:
-        run, context["error"] = _run_or_404(run_id), error
+        run, context["error"], context["typed"] = _run_or_404(run_id), error, request.POST
     return render(request, "pages/partials/autoscale.html", {**context, **_run_context(run)})
 
 

@@ -13,6 +13,7 @@ urlpatterns = [
     path("jobs/<int:job_id>/", views.job_detail, name="job-detail"),
     path("jobs/<int:job_id>/edit/", editor.job_edit, name="job-edit"),
     path("jobs/<int:job_id>/diff/", editor.job_diff, name="job-diff"),
+    path("jobs/<int:job_id>/archive", views.job_archive_set, name="job-archive"),
     path("jobs/<int:job_id>/start", runs.start, name="job-start"),
     path("runs/<int:run_id>/", runs.run_detail, name="run-detail"),
     path("runs/<int:run_id>/series.json", runs.run_series, name="run-series"),

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
+from django.core.paginator import Paginator
 from django.http import Http404, JsonResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
 from webapp import engine_gateway
 from webapp.accounts.access import page_requires
 from webapp.accounts.roles import Permission
-from webapp.errors import NotFound
+from webapp.errors import NotFound, ServiceError
 from webapp.jobs import selectors
-from webapp.jobs.models import ACTIVE_RUN_STATUSES
+from webapp.jobs.models import Trigger
+from webapp.jobs.services import job_archive, job_restore
+
+JOBS_PER_PAGE = 25
+RUNS_PER_PAGE = 20
 
 
 @require_GET
@@ -30,13 +36,35 @@ def healthz(request):
 @page_requires(Permission.READ)
 @require_GET
 def job_list(request):
-    query = request.GET.get("q", "").strip()[:200]
-    state = request.GET.get("state", "")
-    jobs = [(job, selectors.job_shown_run(job=job)) for job in selectors.job_list(name=query)]
-    if state in ("running", "idle"):
-        jobs = [(job, run) for job, run in jobs if _active(run) == (state == "running")]
-    context = {"jobs": jobs, "nav": "jobs", "q": query, "state": state}
+    """Jobs found by name, run status and archive, a page at a time; the filters live in the
+    URL, so a filtered list can be bookmarked and works without scripts."""
+    filters = {"q": request.GET.get("q", "").strip(), "state": request.GET.get("state", ""),
+               "archived": request.GET.get("archived", "") or "hide"}
+    context = {**filters, "nav": "jobs", "statuses": selectors.JOB_STATUSES,
+               "archive_choices": selectors.JOB_ARCHIVE, "jobs": [], "filtered": False}
+    try:
+        found = selectors.job_search(text=filters["q"], status=filters["state"],
+                                     archived=filters["archived"])
+        page = _page(found, request.GET.get("page"), JOBS_PER_PAGE)
+    except ServiceError as error:
+        return render(request, "pages/job_list.html", {**context, "error": error}, status=400)
+    kept = {k: v for k, v in filters.items() if v and not (k == "archived" and v == "hide")}
+    context.update(
+        jobs=[(job, selectors.job_shown_run(job=job)) for job in page],
+        page=page, page_query=urlencode(kept), filtered=bool(kept),
+    )
     return render(request, "pages/job_list.html", context)
+
+
+def _page(items, number: str | None, size: int):
+    """Page ``number`` (1 when absent; the last when past the end) of ``items``."""
+    paginator = Paginator(items, size)
+    if number in (None, ""):
+        return paginator.page(1)
+    if not (number.isascii() and number.isdigit()) or int(number[:12]) < 1:
+        raise ServiceError(f"the page must be a whole number from 1, not {number[:20]!r}",
+                           problems=[{"where": "page", "message": "must be a whole number"}])
+    return paginator.page(min(int(number[:12]), paginator.num_pages))
 
 
 @page_requires(Permission.READ)
@@ -48,22 +76,51 @@ def job_detail(request, job_id: int):
         version = selectors.job_version_get(job=job, number=number)
     except NotFound as error:
         raise Http404(str(error)) from None
+    try:
+        runs = _page(selectors.job_run_list(job=job), request.GET.get("runs_page"), RUNS_PER_PAGE)
+    except ServiceError as error:
+        return render(request, "pages/error.html", {"error": error}, status=400)
+    run = selectors.job_current_run(job=job)
     context = {
         "job": job,
         "version": version,
         "versions": job.versions.select_related("author").order_by("-number"),
         "shown_dag": engine_gateway.dag_shown(version.dag),
         "document": json.dumps(engine_gateway.dag_shown(version.dag), indent=2),
-        "run": selectors.job_current_run(job=job),
+        "run": run,
         "shown_run": selectors.job_shown_run(job=job),
-        "runs": selectors.job_runs(job=job),
+        "runs": runs,
+        "archive_refused": _archive_refused(job, run),
         "nav": "jobs",
     }
     return render(request, _page_or_partial(request, "job_detail", "version-panel"), context)
 
 
-def _active(run) -> bool:
-    return run is not None and run.status in ACTIVE_RUN_STATUSES
+def _archive_refused(job, run) -> str:
+    """Why the job cannot be archived now ("" if it can), as the service would say it."""
+    if job.archived_at is None and run is not None:
+        return f"Run {run.pk} is {run.status}: stop it before archiving the job."
+    return ""
+
+
+@page_requires(Permission.EDIT_JOBS)
+@require_POST
+def job_archive_set(request, job_id: int):
+    """Archive (``archived=1``) or restore (``archived=0``) a job, then show its page; a
+    refusal is shown as its message."""
+    change = {"1": job_archive, "0": job_restore}.get(request.POST.get("archived", ""))
+    if change is None:
+        error = ServiceError("the field archived must be 1 (archive) or 0 (restore)")
+        return render(request, "pages/error.html", {"error": error, "nav": "jobs"}, status=400)
+    try:
+        change(job_id=job_id, actor=request.user, trigger=Trigger.USER,
+               reason=request.POST.get("reason", "").strip())
+    except NotFound as error:
+        raise Http404(str(error)) from None
+    except ServiceError as error:
+        return render(request, "pages/error.html", {"error": error, "nav": "jobs"},
+                      status=error.status)
+    return redirect("job-detail", job_id=job_id)
 
 
 def _page_or_partial(request, page: str, target: str) -> str:

@@ -17,6 +17,7 @@ from webapp.audit.services import audit_record
 from webapp.errors import Conflict, NotFound, ServiceError
 from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, Run, RunStatus, Trigger
 from webapp.jobs.selectors import job_version_get
+from webapp.jobs.services import job_check_not_archived
 from webapp.live.events import job_event_publish
 
 FINAL_STATUSES = (RunStatus.STOPPED, RunStatus.FAILED)
@@ -35,6 +36,7 @@ def run_start(*, job_id: int, version: int | None, actor, trigger: str) -> Run:
         job = Job.objects.select_for_update().filter(pk=job_id).first()
         if job is None:
             raise NotFound(f"there is no job {job_id}")
+        job_check_not_archived(job=job, doing="starting a run")
         if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
             raise ServiceError("version must be a version number")
         job_version = job_version_get(job=job, number=version)

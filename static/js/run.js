@@ -7,6 +7,7 @@ import { TimeChart, formatMs, formatRate } from "./charts.js";
 import { $, esc } from "./dom.js";
 import { setupScaling } from "./run-scale.js";
 import { setupBroker } from "./run-broker.js";
+import { openLiveSocket } from "./live-socket.js";
 
 const config = JSON.parse(document.getElementById("run-config").textContent);
 const LIVE = new Set(["starting", "running", "recovering"]);
@@ -238,20 +239,8 @@ function readPending() {
 
 // ---- websocket ---------------------------------------------------------------------------
 
-let retry = 0;
 function connect() {
-  const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const socket = new WebSocket(`${scheme}://${location.host}${config.ws}`);
-  const live = $("live-state");
-  socket.addEventListener("open", () => { retry = 0; live.textContent = "live"; live.className = "live-state on"; });
-  socket.addEventListener("message", (message) => onMessage(JSON.parse(message.data)));
-  socket.addEventListener("close", (event) => {
-    live.className = "live-state off";
-    if ([4401, 4403, 4404].includes(event.code)) { live.textContent = "not available"; return; }
-    live.textContent = "reconnecting…";
-    retry = Math.min(retry + 1, 6);
-    setTimeout(connect, 500 * 2 ** retry);
-  });
+  openLiveSocket({ path: config.ws, onMessage, label: $("live-state") });
 }
 
 function onMessage(event) {

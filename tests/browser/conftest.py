@@ -47,6 +47,14 @@ class Stack:
     def fake_run(self, *args: str) -> str:
         return self._python(["-m", "tests.browser.fake_run", *args])
 
+    def fed_run(self, name: str, history: int, *,
+                feed: bool = True) -> tuple[int, int, subprocess.Popen | None]:
+        """A fake run (see fake_run.py) with `history` epochs: `(run_id, job_id, feeder)`, the
+        feeder publishing an epoch a second until stopped (None with ``feed=False``)."""
+        run_id, job_id = self.fake_run("create", str(history), name).split()
+        feeder = self.start("-m", "tests.browser.fake_run", "feed", run_id) if feed else None
+        return int(run_id), int(job_id), feeder
+
     def start(self, *args: str) -> subprocess.Popen:
         """A background Python process in the stack's environment, stopped at the end."""
         child = subprocess.Popen([sys.executable, *args], cwd=REPO, env=self.env,
@@ -192,6 +200,28 @@ def signed_in(stack, browser) -> Iterator[Callable]:
     for context in contexts:
         context.close()
     assert errors == [], "console errors:\n" + "\n".join(errors)
+
+
+def wait_live(page) -> None:
+    """Until the page's websocket is connected (its state label says "live")."""
+    page.wait_for_function("document.querySelector('#live-state').textContent === 'live'")
+
+
+def run_page_open(page, run_id: int) -> None:
+    """Open a run's page and wait until its live updates are connected."""
+    page.goto(f"/runs/{run_id}/")
+    wait_live(page)
+
+
+def api(page, method: str, path: str, body: dict) -> dict:
+    """A JSON API request from the page, as the signed-in user: `{"status", "body"}`."""
+    return page.evaluate(
+        """async ([method, path, body]) => {
+             const csrf = JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"];
+             const r = await fetch(path, {method, body: JSON.stringify(body),
+               headers: {"Content-Type": "application/json", "X-CSRFToken": csrf}});
+             return {status: r.status, body: await r.json()};
+           }""", [method, path, body])
 
 
 def screenshot(page, name: str, *, full_page: bool = True) -> None:

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import run_page_open, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -23,19 +23,13 @@ new PerformanceObserver((list) => list.getEntries().forEach(
 """
 
 
-def _fed_run(stack, name: str, history: int):
-    run_id, job_id = stack.fake_run("create", str(history), name).split()
-    feeder = stack.start("-m", "tests.browser.fake_run", "feed", run_id)
-    return int(run_id), int(job_id), feeder
-
-
 def _epoch(page) -> int:
     text = page.inner_text("#kpi-epoch")
     return int(text) if text.isdigit() else -1
 
 
 def test_run_page_stays_responsive_with_ten_operators_and_an_hour_of_metrics(stack, signed_in):
-    run_id, _, feeder = _fed_run(stack, "ten-ops-hour", 3600)
+    run_id, _, feeder = stack.fed_run("ten-ops-hour", 3600)
     page = signed_in("viewer")
     page.add_init_script(LONG_TASKS)
     frames: list[str] = []
@@ -91,11 +85,10 @@ def _instances(page, operator: str) -> str:
 
 
 def test_one_click_scale_out_rollback_and_history_on_a_fed_run(stack, signed_in):
-    run_id, job_id, feeder = _fed_run(stack, "scale-fed", 900)
+    run_id, job_id, feeder = stack.fed_run("scale-fed", 900)
     page = signed_in("operator")
     try:
-        page.goto(f"/runs/{run_id}/")
-        page.wait_for_function("document.querySelector('#live-state').textContent === 'live'")
+        run_page_open(page, run_id)
         assert _instances(page, "counts") == "2"
         # Sources can grow; a sink cannot change live, and its controls say why.
         minus = page.locator('[data-operator="out"] button.minus')
@@ -153,11 +146,10 @@ def test_one_click_scale_out_rollback_and_history_on_a_fed_run(stack, signed_in)
 
 
 def test_scale_out_by_the_policy_previews_the_plan_and_prediction(stack, signed_in):
-    run_id, _, feeder = _fed_run(stack, "policy-fed", 20)
+    run_id, _, feeder = stack.fed_run("policy-fed", 20)
     page = signed_in("admin")
     try:
-        page.goto(f"/runs/{run_id}/")
-        page.wait_for_function("document.querySelector('#live-state').textContent === 'live'")
+        run_page_open(page, run_id)
         page.fill("#policy-instances", "2")
         page.click("[data-policy=scale_out]")
         preview = page.wait_for_selector("[data-testid=scale-preview]").inner_text()

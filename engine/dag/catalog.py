@@ -171,6 +171,14 @@ _SOURCES = (
     ),
 )
 
+# The params of the keyed operators that match rows at most `within` apart: join and dedupe.
+_KEYED_WITHIN = (
+    _p("key", "columns", required=True),
+    _p("time", "column", required=True),
+    _p("within", "interval", required=True),
+    _p("watermark", "interval"),
+)
+
 _OPERATORS = (
     OperatorType(
         "filter", "operator", "stateless", "at_most_one",
@@ -198,12 +206,7 @@ _OPERATORS = (
     ),
     OperatorType(
         "join", "operator", "keyed", "any",
-        params=(
-            _p("key", "columns", required=True),
-            _p("time", "column", required=True),
-            _p("within", "interval", required=True),
-            _p("watermark", "interval"),
-        ),
+        params=_KEYED_WITHIN,
         inputs=2,
         key_param="key",
         doc="Windowed stream-stream inner join of exactly two inputs on equal keys, "
@@ -212,12 +215,7 @@ _OPERATORS = (
     ),
     OperatorType(
         "dedupe", "operator", "keyed", "at_most_one",
-        params=(
-            _p("key", "columns", required=True),
-            _p("time", "column", required=True),
-            _p("within", "interval", required=True),
-            _p("watermark", "interval"),
-        ),
+        params=_KEYED_WITHIN,
         key_param="key",
         doc="Drops rows whose key was already seen within the time bound.",
     ),

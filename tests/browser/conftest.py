@@ -47,14 +47,6 @@ class Stack:
     def fake_run(self, *args: str) -> str:
         return self._python(["-m", "tests.browser.fake_run", *args])
 
-    def fed_run(self, name: str, history: int, *,
-                feed: bool = True) -> tuple[int, int, subprocess.Popen | None]:
-        """A fake run (see fake_run.py) with `history` epochs: `(run_id, job_id, feeder)`, the
-        feeder publishing an epoch a second until stopped (None with ``feed=False``)."""
-        run_id, job_id = self.fake_run("create", str(history), name).split()
-        feeder = self.start("-m", "tests.browser.fake_run", "feed", run_id) if feed else None
-        return int(run_id), int(job_id), feeder
-
     def start(self, *args: str) -> subprocess.Popen:
         """A background Python process in the stack's environment, stopped at the end."""
         child = subprocess.Popen([sys.executable, *args], cwd=REPO, env=self.env,
@@ -167,6 +159,23 @@ def browser():
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+@pytest.fixture
+def fed_run(stack) -> Iterator[Callable[..., tuple[int, int]]]:
+    """`fed_run(name, history, feed=True)`: `(run_id, job_id)` of a fake run with `history`
+    epochs (see fake_run.py), fed an epoch a second until the test ends (unless not ``feed``)."""
+    feeders: list[subprocess.Popen] = []
+
+    def create(name: str, history: int, *, feed: bool = True) -> tuple[int, int]:
+        run_id, job_id = stack.fake_run("create", str(history), name).split()
+        if feed:
+            feeders.append(stack.start("-m", "tests.browser.fake_run", "feed", run_id))
+        return int(run_id), int(job_id)
+
+    yield create
+    for feeder in feeders:
+        feeder.terminate()
 
 
 @pytest.fixture

@@ -15,79 +15,73 @@ pytestmark = pytest.mark.browser
 CAUSE = "the query failed: ParseException: syntax error at or near ';'"
 
 
-def test_a_run_that_fails_shows_why_live_and_loses_its_controls(stack, signed_in):
-    run_id, job_id, feeder = stack.fed_run("fails-live", 30)
+def test_a_run_that_fails_shows_why_live_and_loses_its_controls(stack, fed_run, signed_in):
+    run_id, job_id = fed_run("fails-live", 30)
     page = signed_in("operator")
-    try:
-        run_page_open(page, run_id)
-        assert page.is_visible("#stop-open") and page.is_visible("[data-policy=scale_out]")
-        assert page.locator("#run-failure").count() == 0
+    run_page_open(page, run_id)
+    assert page.is_visible("#stop-open") and page.is_visible("[data-policy=scale_out]")
+    assert page.locator("#run-failure").count() == 0
 
-        stack.fake_run("fail", str(run_id))
-        # No reload: the status event brings the cause, the restart and the end of controls.
-        page.wait_for_selector("#run-failure", timeout=15_000)
-        assert page.inner_text("#run-status") == "failed"
-        cause = page.inner_text("[data-testid=failure-cause]")
-        assert cause == (f"driver 4102 exited with code 1: {CAUSE}; 6 crashes, more than the "
-                         "5 restarts allowed within 10 minutes")
-        output = page.locator("#run-failure details pre")
-        assert not output.is_visible()
-        page.click("#run-failure details summary")
-        assert "Traceback (most recent call last)" in output.inner_text()
-        restarts = page.locator("#run-restarts li")
-        assert restarts.count() == 1 and CAUSE in restarts.first.inner_text()
-        for control in ("#stop-open", "[data-policy=scale_out]", "[data-policy=scale_in]"):
-            assert not page.is_visible(control), control
-        page.wait_for_selector("#autoscale-slot :text('nothing to scale')")
-        assert page.locator("#autoscale-mode, [data-recommend-op], [data-rollback]").count() == 0
-        assert page.get_attribute('[data-operator="counts"] button.plus', "aria-disabled") == "true"
-        screenshot(page, "run-failed")
+    stack.fake_run("fail", str(run_id))
+    # No reload: the status event brings the cause, the restart and the end of controls.
+    page.wait_for_selector("#run-failure", timeout=15_000)
+    assert page.inner_text("#run-status") == "failed"
+    cause = page.inner_text("[data-testid=failure-cause]")
+    assert cause == (f"driver 4102 exited with code 1: {CAUSE}; 6 crashes, more than the "
+                     "5 restarts allowed within 10 minutes")
+    output = page.locator("#run-failure details pre")
+    assert not output.is_visible()
+    page.click("#run-failure details summary")
+    assert "Traceback (most recent call last)" in output.inner_text()
+    restarts = page.locator("#run-restarts li")
+    assert restarts.count() == 1 and CAUSE in restarts.first.inner_text()
+    for control in ("#stop-open", "[data-policy=scale_out]", "[data-policy=scale_in]"):
+        assert not page.is_visible(control), control
+    page.wait_for_selector("#autoscale-slot :text('nothing to scale')")
+    assert page.locator("#autoscale-mode, [data-recommend-op], [data-rollback]").count() == 0
+    assert page.get_attribute('[data-operator="counts"] button.plus', "aria-disabled") == "true"
+    screenshot(page, "run-failed")
 
-        page.reload()
-        assert page.locator("#stop-open, [data-policy], #autoscale-mode").count() == 0
-        assert CAUSE in page.inner_text("#run-failure")
+    page.reload()
+    assert page.locator("#stop-open, [data-policy], #autoscale-mode").count() == 0
+    assert CAUSE in page.inner_text("#run-failure")
 
-        page.goto(f"/jobs/{job_id}/")
-        head = page.inner_text("#job-run-state")
-        assert "failed" in head and CAUSE in head and "not running" not in head
-        page.goto("/")
-        row = page.locator("tr", has=page.locator(f'a[href="/jobs/{job_id}/"]'))
-        assert "failed" in row.inner_text() and CAUSE in row.inner_text()
-    finally:
-        feeder.terminate()
+    page.goto(f"/jobs/{job_id}/")
+    head = page.inner_text("#job-run-state")
+    assert "failed" in head and CAUSE in head and "not running" not in head
+    page.goto("/")
+    row = page.locator("tr", has=page.locator(f'a[href="/jobs/{job_id}/"]'))
+    assert "failed" in row.inner_text() and CAUSE in row.inner_text()
 
 
-def test_stop_asks_for_a_reason_and_the_control_goes_without_a_reload(stack, signed_in):
-    run_id, _, feeder = stack.fed_run("stops-here", 10)
+def test_stop_asks_for_a_reason_and_the_control_goes_without_a_reload(fed_run, signed_in):
+    run_id, _ = fed_run("stops-here", 10)
     page = signed_in("operator")
-    try:
-        run_page_open(page, run_id)
-        page.click("#stop-open")
-        page.wait_for_selector("#stop-dialog[open]")
-        # Cancel leaves the run alone.
-        page.click("#stop-cancel")
-        assert page.inner_text("#run-status") == "running"
-        page.click("#stop-open")
-        page.click("#stop-confirm")
-        assert page.evaluate("document.querySelector('#stop-reason').validity.valueMissing")
-        assert page.get_attribute("#stop-reason", "maxlength") == "1000"
-        page.fill("#stop-reason", "replaced by the next version")
-        page.click("#stop-confirm")
-        page.wait_for_selector("#stop-dialog", state="hidden")
-        page.wait_for_function("document.querySelector('#run-status').textContent === 'stopping'")
-        assert not page.is_visible("#stop-open")
-        assert not page.is_visible("[data-policy=scale_out]")
-        page.goto("/history/")
-        assert "replaced by the next version" in page.inner_text("#history-rows")
-    finally:
-        feeder.terminate()
+    run_page_open(page, run_id)
+    page.click("#stop-open")
+    page.wait_for_selector("#stop-dialog[open]")
+    # Cancel leaves the run alone.
+    page.click("#stop-cancel")
+    assert page.inner_text("#run-status") == "running"
+    page.click("#stop-open")
+    page.click("#stop-confirm")
+    assert page.evaluate("document.querySelector('#stop-reason').validity.valueMissing")
+    assert page.get_attribute("#stop-reason", "maxlength") == "1000"
+    page.fill("#stop-reason", "replaced by the next version")
+    page.click("#stop-confirm")
+    page.wait_for_selector("#stop-dialog", state="hidden")
+    page.wait_for_function("document.querySelector('#run-status').textContent === 'stopping'")
+    assert not page.is_visible("#stop-open")
+    assert not page.is_visible("[data-policy=scale_out]")
+    page.goto("/history/")
+    assert "replaced by the next version" in page.inner_text("#history-rows")
 
 
 def test_the_policy_field_has_the_server_s_bounds_and_refusals_read_as_sentences(
-    stack, signed_in
+    fed_run, signed_in
 ):
     # No epochs yet: nothing measured, so the policy has nothing to decide from.
-    run_id, _, _ = stack.fed_run("bounds-run", 0, feed=False)
+    run_id, _ = fed_run("bounds-run", 0, feed=False)
     page = signed_in("operator")
     run_page_open(page, run_id)
     field = page.locator("#policy-instances")
@@ -161,8 +155,8 @@ def test_the_editor_shows_bounds_and_the_server_s_messages(signed_in, tmp_path):
     assert not any("/api/jobs/null" in url for url in requests), requests
 
 
-def test_a_long_reason_does_not_widen_history(stack, signed_in):
-    run_id, _, _ = stack.fed_run("long-reason", 0, feed=False)
+def test_a_long_reason_does_not_widen_history(fed_run, signed_in):
+    run_id, _ = fed_run("long-reason", 0, feed=False)
     page = signed_in("operator", expected_errors=("status of 400",))  # the refused stop
     page.goto("/")
     reason = "x" * 1000  # the longest a stop reason may be, with no place to break

@@ -47,52 +47,45 @@ def _label(page) -> tuple[str, str]:
         " document.querySelector('#live-state').textContent]")
 
 
-def test_the_run_page_reconnects_after_the_server_drops_it_and_resumes(stack, signed_in):
-    run_id, _, feeder = stack.fed_run("socket-drops", 5)
+def test_the_run_page_reconnects_after_the_server_drops_it_and_resumes(fed_run, signed_in):
+    run_id, _ = fed_run("socket-drops", 5)
     page = signed_in("viewer")
     sockets = Sockets(page, r"/ws/runs/\d+/$")
-    try:
-        run_page_open(page, run_id)
-        _epoch_passes(page, _epoch(page))
-        for dropped in (1, 2):
-            sockets.drop()
-            page.wait_for_function(
-                "document.querySelector('#live-state').dataset.state === 'reconnecting'")
-            state, text = _label(page)
-            assert RECONNECTING.fullmatch(text), text
-            assert "off" in page.get_attribute("#live-state", "class")
-            frozen = _epoch(page)
-            wait_live(page)
-            assert len(sockets.routes) == dropped + 1
-            # The new connection's snapshot and the epochs after it reach the page.
-            _epoch_passes(page, frozen)
-        assert "on" in page.get_attribute("#live-state", "class").split()
-    finally:
-        feeder.terminate()
-
-
-def test_the_run_page_says_offline_and_comes_back_with_the_network(stack, signed_in):
-    run_id, _, feeder = stack.fed_run("socket-offline", 5)
-    page = signed_in("viewer")
-    sockets = Sockets(page, r"/ws/runs/\d+/$")
-    try:
-        run_page_open(page, run_id)
-        page.context.set_offline(True)
-        page.wait_for_function("document.querySelector('#live-state').textContent === 'offline'")
+    run_page_open(page, run_id)
+    _epoch_passes(page, _epoch(page))
+    for dropped in (1, 2):
+        sockets.drop()
+        page.wait_for_function(
+            "document.querySelector('#live-state').dataset.state === 'reconnecting'")
+        state, text = _label(page)
+        assert RECONNECTING.fullmatch(text), text
+        assert "off" in page.get_attribute("#live-state", "class")
         frozen = _epoch(page)
-        page.wait_for_timeout(2500)  # a feeder epoch a second: none arrives while offline
-        assert _epoch(page) == frozen and len(sockets.routes) == 1
-        page.context.set_offline(False)
         wait_live(page)
-        assert len(sockets.routes) == 2
+        assert len(sockets.routes) == dropped + 1
+        # The new connection's snapshot and the epochs after it reach the page.
         _epoch_passes(page, frozen)
-    finally:
-        page.context.set_offline(False)
-        feeder.terminate()
+    assert "on" in page.get_attribute("#live-state", "class").split()
 
 
-def test_the_editor_reconnects_and_still_hears_of_a_newer_version(stack, signed_in):
-    _, job_id, _ = stack.fed_run("socket-editor", 0, feed=False)
+def test_the_run_page_says_offline_and_comes_back_with_the_network(fed_run, signed_in):
+    run_id, _ = fed_run("socket-offline", 5)
+    page = signed_in("viewer")
+    sockets = Sockets(page, r"/ws/runs/\d+/$")
+    run_page_open(page, run_id)
+    page.context.set_offline(True)
+    page.wait_for_function("document.querySelector('#live-state').textContent === 'offline'")
+    frozen = _epoch(page)
+    page.wait_for_timeout(2500)  # a feeder epoch a second: none arrives while offline
+    assert _epoch(page) == frozen and len(sockets.routes) == 1
+    page.context.set_offline(False)
+    wait_live(page)
+    assert len(sockets.routes) == 2
+    _epoch_passes(page, frozen)
+
+
+def test_the_editor_reconnects_and_still_hears_of_a_newer_version(stack, fed_run, signed_in):
+    _, job_id = fed_run("socket-editor", 0, feed=False)
     page = signed_in("editor")
     sockets = Sockets(page, r"/ws/jobs/\d+/$")
     page.goto(f"/jobs/{job_id}/edit/")

@@ -14,7 +14,7 @@ from webapp.accounts.roles import Permission
 from webapp.errors import NotFound
 from webapp.jobs import selectors
 from webapp.pages import diffs
-from webapp.pages.views import _int_or_none, job_version_requested
+from webapp.pages.views import _int_or_none
 
 BLANK_DOCUMENT = {"name": "", "key_groups": 128, "operators": [], "edges": []}
 
@@ -42,7 +42,12 @@ def job_new(request):
 @page_requires(Permission.EDIT_JOBS)
 @require_GET
 def job_edit(request, job_id: int):
-    job, version = job_version_requested(request, job_id)
+    try:
+        job = selectors.job_get(job_id=job_id)
+        number = _int_or_none(request.GET.get("version"))
+        version = selectors.job_version_get(job=job, number=number)
+    except NotFound as error:
+        raise Http404(str(error)) from None
     return render(request, "pages/job_editor.html", {
         "config": _editor_config(job=job, version=version), "job": job, "version": version,
         "limits": engine_gateway.document_limits(), "nav": "jobs",

@@ -42,7 +42,12 @@ def job_list(request):
 @page_requires(Permission.READ)
 @require_GET
 def job_detail(request, job_id: int):
-    job, version = job_version_requested(request, job_id)
+    try:
+        job = selectors.job_get(job_id=job_id)
+        number = _int_or_none(request.GET.get("version"))
+        version = selectors.job_version_get(job=job, number=number)
+    except NotFound as error:
+        raise Http404(str(error)) from None
     context = {
         "job": job,
         "version": version,
@@ -55,17 +60,6 @@ def job_detail(request, job_id: int):
         "nav": "jobs",
     }
     return render(request, _page_or_partial(request, "job_detail", "version-panel"), context)
-
-
-def job_version_requested(request, job_id: int):
-    """The job and the version its page shows (``?version=n``, the latest without); 404 for
-    either missing."""
-    try:
-        job = selectors.job_get(job_id=job_id)
-        number = _int_or_none(request.GET.get("version"))
-        return job, selectors.job_version_get(job=job, number=number)
-    except NotFound as error:
-        raise Http404(str(error)) from None
 
 
 def _active(run) -> bool:

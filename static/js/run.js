@@ -5,9 +5,9 @@
 import { drawGraph } from "./graph.js";
 import { TimeChart, formatMs, formatRate } from "./charts.js";
 import { $, esc } from "./dom.js";
+import { openLiveSocket } from "./live-socket.js";
 import { setupScaling } from "./run-scale.js";
 import { setupBroker } from "./run-broker.js";
-import { openLiveSocket } from "./live-socket.js";
 
 const config = JSON.parse(document.getElementById("run-config").textContent);
 const LIVE = new Set(["starting", "running", "recovering"]);

@@ -54,10 +54,11 @@ export function openLiveSocket({ path, onMessage, label }) {
     if (stopped) return;
     if (!navigator.onLine) { show("offline"); return; }
     show("connecting", "connecting…");
-    socket = new WebSocket(`${scheme}://${location.host}${path}`);
-    socket.addEventListener("open", () => { openedAt = Date.now(); show("live"); });
-    socket.addEventListener("message", (message) => onMessage(JSON.parse(message.data)));
-    socket.addEventListener("close", (event) => onClose(event, socket));
+    const opened = new WebSocket(`${scheme}://${location.host}${path}`);
+    socket = opened;
+    opened.addEventListener("open", () => { openedAt = Date.now(); show("live"); });
+    opened.addEventListener("message", (message) => onMessage(JSON.parse(message.data)));
+    opened.addEventListener("close", (event) => onClose(event, opened));
   }
 
   function onClose(event, closed) {

@@ -11,22 +11,15 @@ import math
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
+from engine import policies
 from engine.dag import output_columns, parse_job_graph
 from engine.dag.model import JobGraph
 from engine.errors import EngineError, ProblemsError
 from engine.planner import plan_job
-from engine.policies import (
-    DEFAULT_THRESHOLD,
-    Rates,
-    compute_etp,
-    parse_placement,
-    parse_rates,
-    plan_scale_in,
-    plan_scale_out,
-    recommend_parallelism,
-)
+from engine.policies import DEFAULT_THRESHOLD, Rates
 
 EXIT_OK, EXIT_INVALID = 0, 2
 T = TypeVar("T")
@@ -78,7 +71,7 @@ def _graph(path: str) -> JobGraph:
 
 
 def _rates(path: str, graph: JobGraph) -> Rates:
-    return _checked(path, lambda doc: parse_rates(doc, graph))
+    return _checked(path, lambda doc: policies.parse_rates(doc, graph))
 
 
 def _policy(run: Callable[[], T]) -> T:
@@ -105,31 +98,32 @@ def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_etp(args: argparse.Namespace) -> dict[str, Any]:
     """ETP and congestion from rates."""
     graph = _graph(args.dag)
-    return compute_etp(graph, _rates(args.rates, graph), args.threshold).to_dict()
+    return policies.compute_etp(graph, _rates(args.rates, graph), args.threshold).to_dict()
 
 
 def cmd_scale_out(args: argparse.Namespace) -> dict[str, Any]:
     """Stela scale-out by N instances."""
     graph = _graph(args.dag)
     rates = _rates(args.rates, graph)
-    return _policy(lambda: plan_scale_out(graph, rates, args.instances,
-                                          args.threshold)).to_dict()
+    return _policy(lambda: policies.plan_scale_out(graph, rates, args.instances,
+                                                   args.threshold)).to_dict()
 
 
 def cmd_scale_in(args: argparse.Namespace) -> dict[str, Any]:
     """Stela scale-in of N machines."""
     graph = _graph(args.dag)
     rates = _rates(args.rates, graph)
-    placement = _checked(args.placement, lambda doc: parse_placement(doc, graph))
-    return _policy(lambda: plan_scale_in(graph, rates, placement, args.machines,
-                                         args.threshold)).to_dict()
+    placement = _checked(args.placement, lambda doc: policies.parse_placement(doc, graph))
+    return _policy(lambda: policies.plan_scale_in(graph, rates, placement, args.machines,
+                                                  args.threshold)).to_dict()
 
 
 def cmd_recommend(args: argparse.Namespace) -> dict[str, Any]:
     """DS2 recommended parallelism."""
     graph = _graph(args.dag)
     rates = _rates(args.rates, graph)
-    return {"parallelism": _policy(lambda: recommend_parallelism(graph, rates, args.target_rate))}
+    parallelism = _policy(lambda: policies.recommend_parallelism(graph, rates, args.target_rate))
+    return {"parallelism": parallelism}
 
 
 def _positive_number(text: str) -> float:
@@ -154,64 +148,61 @@ def _dag_and_rates(parser: argparse.ArgumentParser) -> None:
                         help='rates: {"<op>": {"input_rate", "processing_rate", "output_rate"}}')
 
 
-def _add_validate(commands: Any) -> None:
-    validate = commands.add_parser("validate", help="check a DAG document",
-                                   description="Check a DAG document; print its topological "
-                                               "order and the columns of every operator.")
-    validate.add_argument("dag", metavar="DAG.json", help="job graph document")
-    validate.set_defaults(run=cmd_validate)
+@dataclass(frozen=True)
+class _Command:
+    """A sub-command reading a DAG document (with ``rates``, a rates file too, and with
+    ``threshold`` the congestion threshold), answered by ``run``."""
+
+    name: str
+    run: Callable[[argparse.Namespace], dict[str, Any]]
+    summary: str
+    description: str
+    rates: bool = True
+    threshold: bool = True
+    options: tuple[tuple[str, dict[str, Any]], ...] = ()
 
 
-def _add_plan(commands: Any) -> None:
-    plan = commands.add_parser("plan", help="parallel regions, routing, pinned operators",
-                               description="Print the physical plan: parallel regions with "
-                                           "their operators, routing, parallelism and, for "
-                                           "operators pinned to 1, the reason.")
-    plan.add_argument("dag", metavar="DAG.json", help="job graph document")
-    plan.set_defaults(run=cmd_plan)
+_COMMANDS = (
+    _Command("validate", cmd_validate, "check a DAG document",
+             "Check a DAG document; print its topological order and the columns of every "
+             "operator.", rates=False),
+    _Command("plan", cmd_plan, "parallel regions, routing, pinned operators",
+             "Print the physical plan: parallel regions with their operators, routing, "
+             "parallelism and, for operators pinned to 1, the reason.", rates=False),
+    _Command("etp", cmd_etp, "ETP and congested operators (Stela)",
+             "Effective Throughput Percentage of every operator and the congested operators."),
+    _Command("scale-out", cmd_scale_out, "where N new instances should go (Stela)",
+             "Give N new instances, one at a time, to the congested operator with the highest "
+             "ETP.", options=(("--instances", {"type": int, "required": True, "metavar": "N",
+                                               "help": "number of instances to add"}),)),
+    _Command("scale-in", cmd_scale_in, "which machines to remove (Stela)",
+             "Remove N machines, lowest ETP sum first, spreading their instances round-robin.",
+             options=(("--placement", {"required": True, "metavar": "P.json",
+                                       "help": '{"<machine>": ["<op>", ...]} one entry per '
+                                               "instance"}),
+                      ("--machines", {"type": int, "required": True, "metavar": "N",
+                                      "help": "number of machines to remove"}))),
+    _Command("recommend", cmd_recommend, "DS2 parallelism for a target rate",
+             "DS2: parallelism of every non-source operator for sources emitting R rows/s.",
+             threshold=False,
+             options=(("--target-rate", {"type": float, "default": None, "metavar": "R",
+                                         "help": "rows/s per source (default: its measured "
+                                                 "output_rate)"}),)),
+)
 
 
-def _add_etp(commands: Any) -> None:
-    etp = commands.add_parser("etp", help="ETP and congested operators (Stela)",
-                              description="Effective Throughput Percentage of every operator "
-                                          "and the congested operators.")
-    _dag_and_rates(etp)
-    _threshold(etp)
-    etp.set_defaults(run=cmd_etp)
-
-
-def _add_scale_out(commands: Any) -> None:
-    out = commands.add_parser("scale-out", help="where N new instances should go (Stela)",
-                              description="Give N new instances, one at a time, to the "
-                                          "congested operator with the highest ETP.")
-    _dag_and_rates(out)
-    out.add_argument("--instances", type=int, required=True, metavar="N",
-                     help="number of instances to add")
-    _threshold(out)
-    out.set_defaults(run=cmd_scale_out)
-
-
-def _add_scale_in(commands: Any) -> None:
-    scale_in = commands.add_parser("scale-in", help="which machines to remove (Stela)",
-                                   description="Remove N machines, lowest ETP sum first, "
-                                               "spreading their instances round-robin.")
-    _dag_and_rates(scale_in)
-    scale_in.add_argument("--placement", required=True, metavar="P.json",
-                          help='{"<machine>": ["<op>", ...]} one entry per instance')
-    scale_in.add_argument("--machines", type=int, required=True, metavar="N",
-                          help="number of machines to remove")
-    _threshold(scale_in)
-    scale_in.set_defaults(run=cmd_scale_in)
-
-
-def _add_recommend(commands: Any) -> None:
-    recommend = commands.add_parser("recommend", help="DS2 parallelism for a target rate",
-                                    description="DS2: parallelism of every non-source operator "
-                                                "for sources emitting R rows/s.")
-    _dag_and_rates(recommend)
-    recommend.add_argument("--target-rate", type=float, default=None, metavar="R",
-                           help="rows/s per source (default: its measured output_rate)")
-    recommend.set_defaults(run=cmd_recommend)
+def _add_commands(commands: Any) -> None:
+    for spec in _COMMANDS:
+        command = commands.add_parser(spec.name, help=spec.summary, description=spec.description)
+        if spec.rates:
+            _dag_and_rates(command)
+        else:
+            command.add_argument("dag", metavar="DAG.json", help="job graph document")
+        for flag, settings in spec.options:
+            command.add_argument(flag, **settings)
+        if spec.threshold and spec.rates:
+            _threshold(command)
+        command.set_defaults(run=spec.run)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -222,9 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "(exit 0) or one line per problem on stderr (exit 2).")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
-    for add in (_add_validate, _add_plan, _add_etp, _add_scale_out, _add_scale_in,
-                _add_recommend):
-        add(commands)
+    _add_commands(commands)
     # Listed for --help only; main() hands `run` to the Spark runtime before parsing.
     commands.add_parser("run", add_help=False,
                         help="run a job on Spark: run DAG.json --checkpoint DIR [--master URL]")

@@ -101,6 +101,10 @@ def _p(name: str, kind: ParamKind, required: bool = False, default: Any = None,
 
 
 MAX_ROWS_PER_SECOND = 10_000_000
+# The clock-driven sources' cap: what falls due beyond it waits as backlog.
+_MAX_ROWS_PER_EPOCH = _p(
+    "max_rows_per_epoch", "positive_int",
+    doc="cap on rows taken per epoch (default: 2 s of the rate); more due rows wait as backlog")
 
 
 _SOURCES = (
@@ -116,9 +120,7 @@ _SOURCES = (
             _p("seed", "int", default=0, doc="random seed; same seed, same rows",
                maximum=2**31 - 1),
             _p("event_types", "string_list", doc="subset of view, click, purchase"),
-            _p("max_rows_per_epoch", "positive_int",
-               doc="cap on rows taken per epoch (default: 2 s of the rate); more due rows wait "
-                   "as backlog"),
+            _MAX_ROWS_PER_EPOCH,
         ),
         inputs=0,
         doc="Deterministic, replayable synthetic events with event time and skewable keys.",
@@ -127,9 +129,7 @@ _SOURCES = (
         "source.rate", "source", "stateless", "any",
         params=(
             _p("rows_per_second", "positive_int", required=True, maximum=MAX_ROWS_PER_SECOND),
-            _p("max_rows_per_epoch", "positive_int",
-               doc="cap on rows taken per epoch (default: 2 s of the rate); more due rows wait "
-                   "as backlog"),
+            _MAX_ROWS_PER_EPOCH,
         ),
         inputs=0,
         doc="(timestamp, value) rows at a fixed rate, value i due at start + i / rate.",
@@ -171,6 +171,14 @@ _SOURCES = (
     ),
 )
 
+# The params of the keyed operators that match rows at most `within` apart: join and dedupe.
+_KEYED_WITHIN = (
+    _p("key", "columns", required=True),
+    _p("time", "column", required=True),
+    _p("within", "interval", required=True),
+    _p("watermark", "interval"),
+)
+
 _OPERATORS = (
     OperatorType(
         "filter", "operator", "stateless", "at_most_one",
@@ -198,12 +206,7 @@ _OPERATORS = (
     ),
     OperatorType(
         "join", "operator", "keyed", "any",
-        params=(
-            _p("key", "columns", required=True),
-            _p("time", "column", required=True),
-            _p("within", "interval", required=True),
-            _p("watermark", "interval"),
-        ),
+        params=_KEYED_WITHIN,
         inputs=2,
         key_param="key",
         doc="Windowed stream-stream inner join of exactly two inputs on equal keys, "
@@ -212,12 +215,7 @@ _OPERATORS = (
     ),
     OperatorType(
         "dedupe", "operator", "keyed", "at_most_one",
-        params=(
-            _p("key", "columns", required=True),
-            _p("time", "column", required=True),
-            _p("within", "interval", required=True),
-            _p("watermark", "interval"),
-        ),
+        params=_KEYED_WITHIN,
         key_param="key",
         doc="Drops rows whose key was already seen within the time bound.",
     ),

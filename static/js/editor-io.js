@@ -1,6 +1,7 @@
 // The editor's document in and out: name and key groups, JSON import and export, saving as a
 // new version, and the conflict shown when someone else saved meanwhile.
 import { $, esc, csrfToken } from "./dom.js";
+import { liveStateLabel, openLiveSocket } from "./live-socket.js";
 
 export function setupDocumentIO(editor) {
   const { state, config, changed, showProblems } = editor;
@@ -123,16 +124,17 @@ export function setupDocumentIO(editor) {
 
   function watchJob() {
     if (!config.ws) return;
-    const scheme = location.protocol === "https:" ? "wss" : "ws";
-    const socket = new WebSocket(`${scheme}://${location.host}${config.ws}`);
-    socket.addEventListener("message", (message) => {
-      const event = JSON.parse(message.data);
-      if (event.type === "job.version_created" && event.version > config.base_version && !state.saving) {
-        showConflict(event.version, event.author, event.comment);
-      }
-    });
-    socket.addEventListener("close", (event) => {
-      if (![4401, 4403, 4404].includes(event.code)) setTimeout(watchJob, 3000);
+    openLiveSocket({
+      path: config.ws,
+      label: liveStateLabel($("validity")),
+      onMessage: (event) => {
+        // Every (re)connection says hello: a version saved while the page was not listening
+        // is found by asking.
+        if (event.type === "hello" && !state.saving) showNewerVersion();
+        if (event.type === "job.version_created" && event.version > config.base_version && !state.saving) {
+          showConflict(event.version, event.author, event.comment);
+        }
+      },
     });
   }
 

@@ -5,6 +5,7 @@
 import { drawGraph } from "./graph.js";
 import { TimeChart, formatMs, formatRate } from "./charts.js";
 import { $, esc } from "./dom.js";
+import { openLiveSocket } from "./live-socket.js";
 import { setupScaling } from "./run-scale.js";
 import { setupBroker } from "./run-broker.js";
 
@@ -238,20 +239,8 @@ function readPending() {
 
 // ---- websocket ---------------------------------------------------------------------------
 
-let retry = 0;
 function connect() {
-  const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const socket = new WebSocket(`${scheme}://${location.host}${config.ws}`);
-  const live = $("live-state");
-  socket.addEventListener("open", () => { retry = 0; live.textContent = "live"; live.className = "live-state on"; });
-  socket.addEventListener("message", (message) => onMessage(JSON.parse(message.data)));
-  socket.addEventListener("close", (event) => {
-    live.className = "live-state off";
-    if ([4401, 4403, 4404].includes(event.code)) { live.textContent = "not available"; return; }
-    live.textContent = "reconnecting…";
-    retry = Math.min(retry + 1, 6);
-    setTimeout(connect, 500 * 2 ** retry);
-  });
+  openLiveSocket({ path: config.ws, onMessage, label: $("live-state") });
 }
 
 function onMessage(event) {

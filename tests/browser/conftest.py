@@ -162,6 +162,23 @@ def browser():
 
 
 @pytest.fixture
+def fed_run(stack) -> Iterator[Callable[..., tuple[int, int]]]:
+    """`fed_run(name, history, feed=True)`: `(run_id, job_id)` of a fake run with `history`
+    epochs (see fake_run.py), fed an epoch a second until the test ends (unless not ``feed``)."""
+    feeders: list[subprocess.Popen] = []
+
+    def create(name: str, history: int, *, feed: bool = True) -> tuple[int, int]:
+        run_id, job_id = stack.fake_run("create", str(history), name).split()
+        if feed:
+            feeders.append(stack.start("-m", "tests.browser.fake_run", "feed", run_id))
+        return int(run_id), int(job_id)
+
+    yield create
+    for feeder in feeders:
+        feeder.terminate()
+
+
+@pytest.fixture
 def signed_in(stack, browser) -> Iterator[Callable]:
     """`signed_in(role)`: a 1280x900 page signed in as that role's user. Console errors and
     page errors fail the test."""
@@ -192,6 +209,28 @@ def signed_in(stack, browser) -> Iterator[Callable]:
     for context in contexts:
         context.close()
     assert errors == [], "console errors:\n" + "\n".join(errors)
+
+
+def wait_live(page) -> None:
+    """Until the page's websocket is connected (its state label says "live")."""
+    page.wait_for_function("document.querySelector('#live-state').textContent === 'live'")
+
+
+def run_page_open(page, run_id: int) -> None:
+    """Open a run's page and wait until its live updates are connected."""
+    page.goto(f"/runs/{run_id}/")
+    wait_live(page)
+
+
+def api(page, method: str, path: str, body: dict) -> dict:
+    """A JSON API request from the page, as the signed-in user: `{"status", "body"}`."""
+    return page.evaluate(
+        """async ([method, path, body]) => {
+             const csrf = JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"];
+             const r = await fetch(path, {method, body: JSON.stringify(body),
+               headers: {"Content-Type": "application/json", "X-CSRFToken": csrf}});
+             return {status: r.status, body: await r.json()};
+           }""", [method, path, body])
 
 
 def screenshot(page, name: str, *, full_page: bool = True) -> None:

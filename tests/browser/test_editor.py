@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import api, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -23,19 +23,9 @@ DAG = {
 }
 
 
-def _api(page, method: str, path: str, body: dict) -> dict:
-    return page.evaluate(
-        """async ([method, path, body]) => {
-             const csrf = JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"];
-             const r = await fetch(path, {method, body: JSON.stringify(body),
-               headers: {"Content-Type": "application/json", "X-CSRFToken": csrf}});
-             return {status: r.status, body: await r.json()};
-           }""", [method, path, body])
-
-
 def test_a_concurrent_save_is_shown_as_a_conflict_and_never_overwritten(signed_in):
     mine, theirs = signed_in("editor"), signed_in("admin")
-    created = _api(theirs, "POST", "/api/jobs", DAG)
+    created = api(theirs, "POST", "/api/jobs", DAG)
     assert created["status"] == 201, created
     job_id = created["body"]["id"]
 
@@ -53,7 +43,7 @@ def test_a_concurrent_save_is_shown_as_a_conflict_and_never_overwritten(signed_i
 
     newer = json.loads(json.dumps(DAG))
     newer["operators"][0]["params"]["rows_per_second"] = 500
-    saved = _api(theirs, "POST", f"/api/jobs/{job_id}/versions",
+    saved = api(theirs, "POST", f"/api/jobs/{job_id}/versions",
                  {"dag": newer, "base_version": 1, "comment": "faster source"})
     assert saved["status"] == 201, saved
     banner = mine.wait_for_selector("#conflict:not([hidden])").inner_text()

@@ -8,101 +8,82 @@ import json
 
 import pytest
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import api, run_page_open, screenshot
 
 pytestmark = pytest.mark.browser
 
 CAUSE = "the query failed: ParseException: syntax error at or near ';'"
 
 
-def _fed_run(stack, name: str, history: int, *, feed: bool = True):
-    run_id, job_id = stack.fake_run("create", str(history), name).split()
-    feeder = stack.start("-m", "tests.browser.fake_run", "feed", run_id) if feed else None
-    return int(run_id), int(job_id), feeder
-
-
-def _wait_live(page) -> None:
-    page.wait_for_function("document.querySelector('#live-state').textContent === 'live'")
-
-
-def test_a_run_that_fails_shows_why_live_and_loses_its_controls(stack, signed_in):
-    run_id, job_id, feeder = _fed_run(stack, "fails-live", 30)
+def test_a_run_that_fails_shows_why_live_and_loses_its_controls(stack, fed_run, signed_in):
+    run_id, job_id = fed_run("fails-live", 30)
     page = signed_in("operator")
-    try:
-        page.goto(f"/runs/{run_id}/")
-        _wait_live(page)
-        assert page.is_visible("#stop-open") and page.is_visible("[data-policy=scale_out]")
-        assert page.locator("#run-failure").count() == 0
+    run_page_open(page, run_id)
+    assert page.is_visible("#stop-open") and page.is_visible("[data-policy=scale_out]")
+    assert page.locator("#run-failure").count() == 0
 
-        stack.fake_run("fail", str(run_id))
-        # No reload: the status event brings the cause, the restart and the end of controls.
-        page.wait_for_selector("#run-failure", timeout=15_000)
-        assert page.inner_text("#run-status") == "failed"
-        cause = page.inner_text("[data-testid=failure-cause]")
-        assert cause == (f"driver 4102 exited with code 1: {CAUSE}; 6 crashes, more than the "
-                         "5 restarts allowed within 10 minutes")
-        output = page.locator("#run-failure details pre")
-        assert not output.is_visible()
-        page.click("#run-failure details summary")
-        assert "Traceback (most recent call last)" in output.inner_text()
-        restarts = page.locator("#run-restarts li")
-        assert restarts.count() == 1 and CAUSE in restarts.first.inner_text()
-        for control in ("#stop-open", "[data-policy=scale_out]", "[data-policy=scale_in]"):
-            assert not page.is_visible(control), control
-        page.wait_for_selector("#autoscale-slot :text('nothing to scale')")
-        assert page.locator("#autoscale-mode, [data-recommend-op], [data-rollback]").count() == 0
-        assert page.get_attribute('[data-operator="counts"] button.plus', "aria-disabled") == "true"
-        screenshot(page, "run-failed")
+    stack.fake_run("fail", str(run_id))
+    # No reload: the status event brings the cause, the restart and the end of controls.
+    page.wait_for_selector("#run-failure", timeout=15_000)
+    assert page.inner_text("#run-status") == "failed"
+    cause = page.inner_text("[data-testid=failure-cause]")
+    assert cause == (f"driver 4102 exited with code 1: {CAUSE}; 6 crashes, more than the "
+                     "5 restarts allowed within 10 minutes")
+    output = page.locator("#run-failure details pre")
+    assert not output.is_visible()
+    page.click("#run-failure details summary")
+    assert "Traceback (most recent call last)" in output.inner_text()
+    restarts = page.locator("#run-restarts li")
+    assert restarts.count() == 1 and CAUSE in restarts.first.inner_text()
+    for control in ("#stop-open", "[data-policy=scale_out]", "[data-policy=scale_in]"):
+        assert not page.is_visible(control), control
+    page.wait_for_selector("#autoscale-slot :text('nothing to scale')")
+    assert page.locator("#autoscale-mode, [data-recommend-op], [data-rollback]").count() == 0
+    assert page.get_attribute('[data-operator="counts"] button.plus', "aria-disabled") == "true"
+    screenshot(page, "run-failed")
 
-        page.reload()
-        assert page.locator("#stop-open, [data-policy], #autoscale-mode").count() == 0
-        assert CAUSE in page.inner_text("#run-failure")
+    page.reload()
+    assert page.locator("#stop-open, [data-policy], #autoscale-mode").count() == 0
+    assert CAUSE in page.inner_text("#run-failure")
 
-        page.goto(f"/jobs/{job_id}/")
-        head = page.inner_text("#job-run-state")
-        assert "failed" in head and CAUSE in head and "not running" not in head
-        page.goto("/")
-        row = page.locator("tr", has=page.locator(f'a[href="/jobs/{job_id}/"]'))
-        assert "failed" in row.inner_text() and CAUSE in row.inner_text()
-    finally:
-        feeder.terminate()
+    page.goto(f"/jobs/{job_id}/")
+    head = page.inner_text("#job-run-state")
+    assert "failed" in head and CAUSE in head and "not running" not in head
+    page.goto("/")
+    row = page.locator("tr", has=page.locator(f'a[href="/jobs/{job_id}/"]'))
+    assert "failed" in row.inner_text() and CAUSE in row.inner_text()
 
 
-def test_stop_asks_for_a_reason_and_the_control_goes_without_a_reload(stack, signed_in):
-    run_id, _, feeder = _fed_run(stack, "stops-here", 10)
+def test_stop_asks_for_a_reason_and_the_control_goes_without_a_reload(fed_run, signed_in):
+    run_id, _ = fed_run("stops-here", 10)
     page = signed_in("operator")
-    try:
-        page.goto(f"/runs/{run_id}/")
-        _wait_live(page)
-        page.click("#stop-open")
-        page.wait_for_selector("#stop-dialog[open]")
-        # Cancel leaves the run alone.
-        page.click("#stop-cancel")
-        assert page.inner_text("#run-status") == "running"
-        page.click("#stop-open")
-        page.click("#stop-confirm")
-        assert page.evaluate("document.querySelector('#stop-reason').validity.valueMissing")
-        assert page.get_attribute("#stop-reason", "maxlength") == "1000"
-        page.fill("#stop-reason", "replaced by the next version")
-        page.click("#stop-confirm")
-        page.wait_for_selector("#stop-dialog", state="hidden")
-        page.wait_for_function("document.querySelector('#run-status').textContent === 'stopping'")
-        assert not page.is_visible("#stop-open")
-        assert not page.is_visible("[data-policy=scale_out]")
-        page.goto("/history/")
-        assert "replaced by the next version" in page.inner_text("#history-rows")
-    finally:
-        feeder.terminate()
+    run_page_open(page, run_id)
+    page.click("#stop-open")
+    page.wait_for_selector("#stop-dialog[open]")
+    # Cancel leaves the run alone.
+    page.click("#stop-cancel")
+    assert page.inner_text("#run-status") == "running"
+    page.click("#stop-open")
+    page.click("#stop-confirm")
+    assert page.evaluate("document.querySelector('#stop-reason').validity.valueMissing")
+    assert page.get_attribute("#stop-reason", "maxlength") == "1000"
+    page.fill("#stop-reason", "replaced by the next version")
+    page.click("#stop-confirm")
+    page.wait_for_selector("#stop-dialog", state="hidden")
+    page.wait_for_function("document.querySelector('#run-status').textContent === 'stopping'")
+    assert not page.is_visible("#stop-open")
+    assert not page.is_visible("[data-policy=scale_out]")
+    page.goto("/history/")
+    assert "replaced by the next version" in page.inner_text("#history-rows")
 
 
 def test_the_policy_field_has_the_server_s_bounds_and_refusals_read_as_sentences(
-    stack, signed_in
+    fed_run, signed_in
 ):
     # No epochs yet: nothing measured, so the policy has nothing to decide from.
-    run_id, _, _ = _fed_run(stack, "bounds-run", 0, feed=False)
+    run_id, _ = fed_run("bounds-run", 0, feed=False)
     page = signed_in("operator")
-    page.goto(f"/runs/{run_id}/")
-    _wait_live(page)
+    run_page_open(page, run_id)
     field = page.locator("#policy-instances")
     add_max = int(field.get_attribute("max"))
     assert add_max == int(field.get_attribute("data-add-max")) and 0 < add_max < 500
@@ -128,16 +109,6 @@ def test_the_policy_field_has_the_server_s_bounds_and_refusals_read_as_sentences
     assert "cannot change live" in plus.get_attribute("title")
 
 
-def _api(page, method: str, path: str, body: dict) -> dict:
-    return page.evaluate(
-        """async ([method, path, body]) => {
-             const csrf = JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"];
-             const r = await fetch(path, {method, body: JSON.stringify(body),
-               headers: {"Content-Type": "application/json", "X-CSRFToken": csrf}});
-             return {status: r.status, body: await r.json()};
-           }""", [method, path, body])
-
-
 DAG = {
     "name": "taken-name", "key_groups": 16,
     "operators": [
@@ -151,7 +122,7 @@ DAG = {
 def test_the_editor_shows_bounds_and_the_server_s_messages(signed_in, tmp_path):
     # The save below is refused on purpose (409): the browser logs it.
     page = signed_in("editor", expected_errors=("status of 409",))
-    assert _api(page, "POST", "/api/jobs", DAG)["status"] == 201
+    assert api(page, "POST", "/api/jobs", DAG)["status"] == 201
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
     page.goto("/jobs/new/")
@@ -184,14 +155,14 @@ def test_the_editor_shows_bounds_and_the_server_s_messages(signed_in, tmp_path):
     assert not any("/api/jobs/null" in url for url in requests), requests
 
 
-def test_a_long_reason_does_not_widen_history(stack, signed_in):
-    run_id, _, _ = _fed_run(stack, "long-reason", 0, feed=False)
+def test_a_long_reason_does_not_widen_history(fed_run, signed_in):
+    run_id, _ = fed_run("long-reason", 0, feed=False)
     page = signed_in("operator", expected_errors=("status of 400",))  # the refused stop
     page.goto("/")
     reason = "x" * 1000  # the longest a stop reason may be, with no place to break
-    answer = _api(page, "POST", f"/api/runs/{run_id}/stop", {"reason": reason})
+    answer = api(page, "POST", f"/api/runs/{run_id}/stop", {"reason": reason})
     assert answer["status"] == 202, answer
-    too_long = _api(page, "POST", f"/api/runs/{run_id}/stop", {"reason": "y" * 20_000})
+    too_long = api(page, "POST", f"/api/runs/{run_id}/stop", {"reason": "y" * 20_000})
     assert too_long["status"] == 400 and "at most 1000" in too_long["body"]["error"]
     page.goto("/history/")
     page.wait_for_selector("#history-rows td.reason")

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import run_page_open, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -23,46 +23,37 @@ new PerformanceObserver((list) => list.getEntries().forEach(
 """
 
 
-def _fed_run(stack, name: str, history: int):
-    run_id, job_id = stack.fake_run("create", str(history), name).split()
-    feeder = stack.start("-m", "tests.browser.fake_run", "feed", run_id)
-    return int(run_id), int(job_id), feeder
-
-
 def _epoch(page) -> int:
     text = page.inner_text("#kpi-epoch")
     return int(text) if text.isdigit() else -1
 
 
-def test_run_page_stays_responsive_with_ten_operators_and_an_hour_of_metrics(stack, signed_in):
-    run_id, _, feeder = _fed_run(stack, "ten-ops-hour", 3600)
+def test_run_page_stays_responsive_with_ten_operators_and_an_hour_of_metrics(fed_run, signed_in):
+    run_id, _ = fed_run("ten-ops-hour", 3600)
     page = signed_in("viewer")
     page.add_init_script(LONG_TASKS)
     frames: list[str] = []
     page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
-    try:
-        started = time.monotonic()
-        page.goto(f"/runs/{run_id}/")
-        page.wait_for_function(
-            "Number(document.querySelector('#chart-latency').dataset.points) >= 3600")
-        load_s = time.monotonic() - started
-        loaded_at = page.evaluate("performance.now()")
-        first = _epoch(page)
-        page.wait_for_function(
-            f"Number(document.querySelector('#kpi-epoch').textContent) >= {first + 5}",
-            timeout=30_000)
-        assert page.locator(".run-node").count() == 10
-        # Decimated: about two points per pixel, not 3600.
-        drawn = int(page.get_attribute("#chart-throughput", "data-drawn"))
-        assert drawn <= 2 * page.locator("#chart-throughput").bounding_box()["width"] + 1
-        # A viewer is not offered controls it may not use.
-        assert page.locator("button.step").count() == 0
-        assert page.locator("#scale-dialog").count() == 0
-        assert page.inner_text("#run-status") == "running"
-        assert page.inner_text("#live-state") == "live"
-        long_tasks = [t for t in page.evaluate("window.__longTasks") if t["start"] > loaded_at]
-    finally:
-        feeder.terminate()
+    started = time.monotonic()
+    page.goto(f"/runs/{run_id}/")
+    page.wait_for_function(
+        "Number(document.querySelector('#chart-latency').dataset.points) >= 3600")
+    load_s = time.monotonic() - started
+    loaded_at = page.evaluate("performance.now()")
+    first = _epoch(page)
+    page.wait_for_function(
+        f"Number(document.querySelector('#kpi-epoch').textContent) >= {first + 5}",
+        timeout=30_000)
+    assert page.locator(".run-node").count() == 10
+    # Decimated: about two points per pixel, not 3600.
+    drawn = int(page.get_attribute("#chart-throughput", "data-drawn"))
+    assert drawn <= 2 * page.locator("#chart-throughput").bounding_box()["width"] + 1
+    # A viewer is not offered controls it may not use.
+    assert page.locator("button.step").count() == 0
+    assert page.locator("#scale-dialog").count() == 0
+    assert page.inner_text("#run-status") == "running"
+    assert page.inner_text("#live-state") == "live"
+    long_tasks = [t for t in page.evaluate("window.__longTasks") if t["start"] > loaded_at]
     epochs = [f for f in frames if f.startswith('{"type":"run.epoch"')]
     sizes = [len(f.encode()) for f in epochs]
     assert len(sizes) >= 5 and statistics.mean(sizes) < 1200, sizes
@@ -90,84 +81,76 @@ def _instances(page, operator: str) -> str:
     return page.inner_text(f'[data-operator="{operator}"] .instances')
 
 
-def test_one_click_scale_out_rollback_and_history_on_a_fed_run(stack, signed_in):
-    run_id, job_id, feeder = _fed_run(stack, "scale-fed", 900)
+def test_one_click_scale_out_rollback_and_history_on_a_fed_run(fed_run, signed_in):
+    run_id, job_id = fed_run("scale-fed", 900)
     page = signed_in("operator")
-    try:
-        page.goto(f"/runs/{run_id}/")
-        page.wait_for_function("document.querySelector('#live-state').textContent === 'live'")
-        assert _instances(page, "counts") == "2"
-        # Sources can grow; a sink cannot change live, and its controls say why.
-        minus = page.locator('[data-operator="out"] button.minus')
-        assert minus.get_attribute("aria-disabled") == "true"
-        assert minus.get_attribute("title") == (
-            "out cannot change live: it writes in the stage that feeds it, whose parallelism "
-            "it follows")
-        # Keyboard: focus + on the keyed operator and press Enter.
-        page.focus('[data-operator="counts"] button.plus')
-        page.keyboard.press("Enter")
-        preview = page.wait_for_selector("[data-testid=scale-preview]")
-        assert "instances of counts: 2 -> 3" in preview.inner_text()
-        assert "ETP AFTER" in preview.inner_text().upper()
-        screenshot(page, "scale-dialog", full_page=False)
-        _scale_dialog_apply(page, "counts is congested")
-        page.wait_for_function(
-            "document.querySelector('[data-operator=\"counts\"] .instances').textContent === '3'",
-            timeout=30_000)
-        page.wait_for_selector("#reconfigurations li[data-status=applied]", timeout=30_000)
-        assert re.search(r"applied at epoch \d+", page.inner_text("#reconfigurations"))
-        screenshot(page, "run-page")
+    run_page_open(page, run_id)
+    assert _instances(page, "counts") == "2"
+    # Sources can grow; a sink cannot change live, and its controls say why.
+    minus = page.locator('[data-operator="out"] button.minus')
+    assert minus.get_attribute("aria-disabled") == "true"
+    assert minus.get_attribute("title") == (
+        "out cannot change live: it writes in the stage that feeds it, whose parallelism "
+        "it follows")
+    # Keyboard: focus + on the keyed operator and press Enter.
+    page.focus('[data-operator="counts"] button.plus')
+    page.keyboard.press("Enter")
+    preview = page.wait_for_selector("[data-testid=scale-preview]")
+    assert "instances of counts: 2 -> 3" in preview.inner_text()
+    assert "ETP AFTER" in preview.inner_text().upper()
+    screenshot(page, "scale-dialog", full_page=False)
+    _scale_dialog_apply(page, "counts is congested")
+    page.wait_for_function(
+        "document.querySelector('[data-operator=\"counts\"] .instances').textContent === '3'",
+        timeout=30_000)
+    page.wait_for_selector("#reconfigurations li[data-status=applied]", timeout=30_000)
+    assert re.search(r"applied at epoch \d+", page.inner_text("#reconfigurations"))
+    screenshot(page, "run-page")
 
-        page.click("#reconfigurations [data-rollback]")
-        preview = page.wait_for_selector("[data-testid=scale-preview]")
-        assert "instances of counts: 3 -> 2" in preview.inner_text()
-        _scale_dialog_apply(page, "back to the previous plan")
-        page.wait_for_function(
-            "document.querySelector('[data-operator=\"counts\"] .instances').textContent === '2'",
-            timeout=30_000)
-        page.wait_for_function(
-            "document.querySelectorAll('#reconfigurations li[data-status=applied]').length === 2",
-            timeout=30_000)
-        # The markers of both changes are on the charts' time axis.
-        assert page.evaluate("document.querySelector('#kpi-epoch').textContent") != "—"
+    page.click("#reconfigurations [data-rollback]")
+    preview = page.wait_for_selector("[data-testid=scale-preview]")
+    assert "instances of counts: 3 -> 2" in preview.inner_text()
+    _scale_dialog_apply(page, "back to the previous plan")
+    page.wait_for_function(
+        "document.querySelector('[data-operator=\"counts\"] .instances').textContent === '2'",
+        timeout=30_000)
+    page.wait_for_function(
+        "document.querySelectorAll('#reconfigurations li[data-status=applied]').length === 2",
+        timeout=30_000)
+    # The markers of both changes are on the charts' time axis.
+    assert page.evaluate("document.querySelector('#kpi-epoch').textContent") != "—"
 
-        page.goto("/history/")
-        page.select_option("select[name=job]", str(job_id))
-        # The rows of every job are on the page until htmx swaps in this job's selection.
-        page.wait_for_selector(
-            f"#history-rows[data-job='{job_id}'] [data-action='reconfiguration.rollback']")
-        rows = page.inner_text("#history-rows")
-        assert "reconfiguration.rescale" in rows and "counts is congested" in rows
-        assert "back to the previous plan" in rows
-        rescale = page.locator("#history-rows tr[data-action='reconfiguration.rescale']")
-        rescale.locator("summary").click()
-        assert "instances of counts: 2 -> 3" in rescale.inner_text(), rescale.inner_text()
-        assert f"job={job_id}" in page.get_attribute("#csv-link", "href")
-        with page.expect_download() as download:
-            page.click("#csv-link")
-        csv_text = open(download.value.path()).read()
-        assert "reconfiguration.rollback" in csv_text and "reconfiguration.rescale" in csv_text
-        screenshot(page, "history")
-    finally:
-        feeder.terminate()
+    page.goto("/history/")
+    page.select_option("select[name=job]", str(job_id))
+    # The rows of every job are on the page until htmx swaps in this job's selection.
+    page.wait_for_selector(
+        f"#history-rows[data-job='{job_id}'] [data-action='reconfiguration.rollback']")
+    rows = page.inner_text("#history-rows")
+    assert "reconfiguration.rescale" in rows and "counts is congested" in rows
+    assert "back to the previous plan" in rows
+    rescale = page.locator("#history-rows tr[data-action='reconfiguration.rescale']")
+    rescale.locator("summary").click()
+    assert "instances of counts: 2 -> 3" in rescale.inner_text(), rescale.inner_text()
+    assert f"job={job_id}" in page.get_attribute("#csv-link", "href")
+    with page.expect_download() as download:
+        page.click("#csv-link")
+    csv_text = open(download.value.path()).read()
+    assert "reconfiguration.rollback" in csv_text and "reconfiguration.rescale" in csv_text
+    screenshot(page, "history")
 
 
-def test_scale_out_by_the_policy_previews_the_plan_and_prediction(stack, signed_in):
-    run_id, _, feeder = _fed_run(stack, "policy-fed", 20)
+def test_scale_out_by_the_policy_previews_the_plan_and_prediction(fed_run, signed_in):
+    run_id, _ = fed_run("policy-fed", 20)
     page = signed_in("admin")
-    try:
-        page.goto(f"/runs/{run_id}/")
-        page.wait_for_function("document.querySelector('#live-state').textContent === 'live'")
-        page.fill("#policy-instances", "2")
-        page.click("[data-policy=scale_out]")
-        preview = page.wait_for_selector("[data-testid=scale-preview]").inner_text()
-        # The congested keyed operators get the instances, and stop being congested.
-        assert "instances of" in preview and "Predicted congested operators" in preview
-        page.click("#scale-cancel")
-        page.select_option("#autoscale-mode", "recommend")
-        page.wait_for_selector("#autoscale-mode option[value=recommend][selected]",
-                               state="attached")
-        page.reload()  # the mode is stored: the page renders it from the run
-        assert page.input_value("#autoscale-mode") == "recommend"
-    finally:
-        feeder.terminate()
+    run_page_open(page, run_id)
+    page.fill("#policy-instances", "2")
+    page.click("[data-policy=scale_out]")
+    preview = page.wait_for_selector("[data-testid=scale-preview]").inner_text()
+    # The congested keyed operators get the instances, and stop being congested.
+    assert "instances of" in preview and "Predicted congested operators" in preview
+    page.click("#scale-cancel")
+    page.select_option("#autoscale-mode", "recommend")
+    page.wait_for_selector("#autoscale-mode option[value=recommend][selected]",
+                           state="attached")
+    page.reload()  # the mode is stored: the page renders it from the run
+    assert page.input_value("#autoscale-mode") == "recommend"

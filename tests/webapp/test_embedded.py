@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -23,33 +20,11 @@ import psycopg2
 import pytest
 import redis
 
+from tests.webapp.embedded_var import no_django_fixture, var_dir_fixture  # noqa: F401
 from webapp import embedded
 from webapp.embedded import redis_server
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing() -> None:
-    """Replaces the package-wide autouse fixture that needs Django settings: these tests use
-    none, so that they also run with ``-p no:django``."""
-
-
-@pytest.fixture
-def var_dir() -> Iterator[Path]:
-    """A private var folder; whatever the test started there is stopped, then it is removed.
-
-    Not under pytest's tmp_path: when run as root the database server runs as another user,
-    and a concurrent pytest session resets its base folder to mode 0700 under our feet.
-    """
-    folder = Path(tempfile.mkdtemp(prefix="streamscale-test-")) / "var"
-    yield folder
-    embedded.stop_postgres(var_dir=folder)
-    embedded.stop_redis(var_dir=folder)
-    for process in psutil.process_iter(["cmdline"]):
-        if str(folder) in " ".join(process.info["cmdline"] or []):
-            process.kill()
-    shutil.rmtree(folder.parent, ignore_errors=True)
 
 
 def _in_other_process(call: str, var_dir: Path) -> str:

@@ -11,16 +11,13 @@ import fcntl
 import json
 import os
 import queue
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -28,6 +25,7 @@ import psycopg2
 import pytest
 import redis
 
+from tests.webapp.embedded_var import no_django_fixture, var_dir_fixture  # noqa: F401
 from webapp import embedded
 from webapp.demo_stream import DEMO_STREAM
 from webapp.launcher.children import ChildGroup
@@ -35,26 +33,6 @@ from webapp.launcher.run_lock import acquire_run_lock
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT_S = 150
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing() -> None:
-    """Replaces the package-wide autouse fixture that needs Django settings: these tests use
-    none, so that they also run with ``-p no:django``."""
-
-
-@pytest.fixture
-def var_dir() -> Iterator[Path]:
-    """A private var folder; whatever the test started there is stopped, then it is removed.
-
-    Not under pytest's tmp_path: when run as root the database server runs as another user,
-    and a concurrent pytest session resets its base folder to mode 0700 under our feet.
-    """
-    folder = Path(tempfile.mkdtemp(prefix="streamscale-test-")) / "var"
-    yield folder
-    embedded.stop_postgres(var_dir=folder)
-    embedded.stop_redis(var_dir=folder)
-    shutil.rmtree(folder.parent, ignore_errors=True)
 
 
 def _free_port() -> int:

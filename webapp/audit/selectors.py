@@ -24,7 +24,16 @@ def audit_entries(
     *, filters: AuditFilter = AuditFilter(), limit: int | None = 200
 ) -> QuerySet:
     """Entries newest first, narrowed by the filter (all of them with ``limit=None``)."""
-    entries = AuditEntry.objects.all()
+    entries = audit_entries_narrowed(entries=AuditEntry.objects.all(), filters=filters)
+    entries = entries.order_by("-at", "-id")
+    return entries if limit is None else entries[:limit]
+
+
+def audit_entries_narrowed(
+    *, entries: QuerySet, filters: AuditFilter, outcome_field: str = "outcome"
+) -> QuerySet:
+    """``entries`` narrowed by the filter; the outcome is matched on ``outcome_field`` (e.g. an
+    annotation holding the outcome as it is now)."""
     if filters.job_id is not None:
         entries = entries.filter(job_id=filters.job_id)
     if filters.actor:
@@ -36,9 +45,8 @@ def audit_entries(
     if filters.until is not None:
         entries = entries.filter(at__lt=filters.until)
     if filters.outcome:
-        entries = entries.filter(outcome=filters.outcome)
-    entries = entries.order_by("-at", "-id")
-    return entries if limit is None else entries[:limit]
+        entries = entries.filter(**{outcome_field: filters.outcome})
+    return entries
 
 
 def audit_entry_as_json(entry: AuditEntry) -> dict:

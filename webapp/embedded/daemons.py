@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import random
 import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -54,12 +56,47 @@ def exclusive_lock(
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def port_is_free(port: int) -> bool:
-    """True if nothing listens on ``LOOPBACK:port`` (SO_REUSEADDR ignores TIME_WAIT leftovers)."""
+@dataclass(frozen=True)
+class ServiceFolder:
+    """The folder of one embedded server (``service``: "postgres", "redis"): its log, its lock
+    file, the port it chose and its password, each in a file of its own."""
+
+    root: Path
+    service: str
+
+    @property
+    def log(self) -> Path:
+        return self.root / f"{self.service}.log"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / f"{self.service}.lock"
+
+    @property
+    def port(self) -> Path:
+        return self.root / "port"
+
+    @property
+    def password(self) -> Path:
+        return self.root / "password"
+
+    def error(self, step: str, detail: str) -> EmbeddedServiceError:
+        """The error of ``step``, pointing at the server's log."""
+        return EmbeddedServiceError(service=self.service, step=step, detail=detail,
+                                    log_file=self.log)
+
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        """The folder's lock, held while a server is started, reused or stopped."""
+        busy = self.error("lock", f"{self.lock} held by another process for too long")
+        return exclusive_lock(self.lock, timeout=LOCK_TIMEOUT_S, on_timeout=busy)
+
+
+def port_is_free(port: int, host: str = LOOPBACK) -> bool:
+    """True if nothing listens on ``host:port`` (SO_REUSEADDR ignores TIME_WAIT leftovers)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind((LOOPBACK, port))
+            probe.bind((host, port))
         except OSError:
             return False
     return True

@@ -20,13 +20,12 @@ import psycopg2.sql
 
 from webapp.embedded.credentials import stored_password
 from webapp.embedded.daemons import (
-    LOCK_TIMEOUT_S,
     LOOPBACK,
     START_TIMEOUT_S,
     EmbeddedError,
     EmbeddedServiceError,
+    ServiceFolder,
     choose_port,
-    exclusive_lock,
     live_process,
     terminate,
 )
@@ -44,36 +43,16 @@ POSTGRES_SYSTEM_USER = "pgserver"
 
 
 @dataclass(frozen=True)
-class _PostgresFiles:
-    root: Path
+class _PostgresFiles(ServiceFolder):
+    service: str = "postgres"
 
     @property
     def data(self) -> Path:
         return self.root / "data"
 
-    @property
-    def log(self) -> Path:
-        return self.root / "postgres.log"
-
-    @property
-    def lock(self) -> Path:
-        return self.root / "postgres.lock"
-
-    @property
-    def port(self) -> Path:
-        return self.root / "port"
-
-    @property
-    def password(self) -> Path:
-        return self.root / "password"
-
 
 def _pg_files(var_dir: Path) -> _PostgresFiles:
     return _PostgresFiles(root=Path(var_dir).resolve() / "postgres")
-
-
-def _pg_error(files: _PostgresFiles, step: str, detail: str) -> EmbeddedServiceError:
-    return EmbeddedServiceError(service="postgres", step=step, detail=detail, log_file=files.log)
 
 
 def _pg_bin(name: str) -> str:
@@ -146,9 +125,9 @@ def _pg_command(files: _PostgresFiles, args: list[str], step: str, run_as: dict[
             **run_as,
         )
     except subprocess.TimeoutExpired:
-        raise _pg_error(files, step, f"timed out: {' '.join(args)}") from None
+        raise files.error(step, f"timed out: {' '.join(args)}") from None
     if result.returncode != 0:
-        raise _pg_error(files, step, f"exit {result.returncode}: {result.stdout.strip()[-800:]}")
+        raise files.error(step, f"exit {result.returncode}: {result.stdout.strip()[-800:]}")
 
 
 def _pg_init_cluster(files: _PostgresFiles, run_as: dict[str, Any]) -> None:
@@ -242,11 +221,11 @@ def _wait_until_ready(files: _PostgresFiles, running: _Postmaster) -> int:
     while current is not None and current.status != "ready":
         if time.monotonic() > deadline:
             pid = current.process.pid
-            raise _pg_error(files, "wait", f"server pid {pid} still {current.status!r}")
+            raise files.error("wait", f"server pid {pid} still {current.status!r}")
         time.sleep(0.1)
         current = _postmaster(files)
     if current is None:
-        raise _pg_error(files, "wait", f"server pid {running.process.pid} exited")
+        raise files.error("wait", f"server pid {running.process.pid} exited")
     return current.port
 
 
@@ -298,7 +277,7 @@ def _pg_create_database(files: _PostgresFiles, port: int) -> None:
         finally:
             conn.close()
     except psycopg2.Error as exc:
-        raise _pg_error(files, f"create database {DATABASE_NAME}", str(exc).strip()) from exc
+        raise files.error(f"create database {DATABASE_NAME}", str(exc).strip()) from exc
 
 
 def postgres_url(*, port: int, password: str) -> str:
@@ -316,8 +295,7 @@ def ensure_postgres(*, var_dir: Path) -> str:
     """
     files = _pg_files(var_dir)
     files.root.mkdir(parents=True, exist_ok=True)
-    busy = _pg_error(files, "lock", f"{files.lock} held by another process for too long")
-    with exclusive_lock(files.lock, timeout=LOCK_TIMEOUT_S, on_timeout=busy):
+    with files.locked():
         running = _postmaster(files)
         if running is not None:
             # Every start below creates the database before releasing the lock, so a running
@@ -355,11 +333,10 @@ def stop_postgres(*, var_dir: Path) -> None:
     files = _pg_files(var_dir)
     if not files.root.exists():
         return
-    busy = _pg_error(files, "lock", f"{files.lock} held by another process for too long")
-    with exclusive_lock(files.lock, timeout=LOCK_TIMEOUT_S, on_timeout=busy):
+    with files.locked():
         running = _postmaster(files)
         if running is None:
             return
         _stop_started(files)
         if live_process(running.process.pid, name="postgres") is not None:
-            raise _pg_error(files, "stop", f"postmaster pid {running.process.pid} did not exit")
+            raise files.error("stop", f"postmaster pid {running.process.pid} did not exit")

@@ -13,12 +13,10 @@ import redis
 
 from webapp.embedded.credentials import stored_password
 from webapp.embedded.daemons import (
-    LOCK_TIMEOUT_S,
     LOOPBACK,
     START_TIMEOUT_S,
-    EmbeddedServiceError,
+    ServiceFolder,
     choose_port,
-    exclusive_lock,
     live_process,
     read_int,
     terminate,
@@ -26,8 +24,8 @@ from webapp.embedded.daemons import (
 
 
 @dataclass(frozen=True)
-class _RedisFiles:
-    root: Path
+class _RedisFiles(ServiceFolder):
+    service: str = "redis"
     fsync: str = "everysec"  # appendfsync: "always" for the keyed state's Redis
 
     @property
@@ -38,22 +36,6 @@ class _RedisFiles:
     def pid(self) -> Path:
         return self.root / "redis.pid"
 
-    @property
-    def log(self) -> Path:
-        return self.root / "redis.log"
-
-    @property
-    def lock(self) -> Path:
-        return self.root / "redis.lock"
-
-    @property
-    def port(self) -> Path:
-        return self.root / "port"
-
-    @property
-    def password(self) -> Path:
-        return self.root / "password"
-
 
 def _redis_files(var_dir: Path) -> _RedisFiles:
     return _RedisFiles(root=Path(var_dir).resolve() / "redis")
@@ -63,10 +45,6 @@ def _state_redis_files(var_dir: Path) -> _RedisFiles:
     # A server of its own: every write of the keyed state is on disk before its epoch commits,
     # without slowing the broker and channel traffic down to one fsync per command.
     return _RedisFiles(root=Path(var_dir).resolve() / "state-redis", fsync="always")
-
-
-def _redis_error(files: _RedisFiles, step: str, detail: str) -> EmbeddedServiceError:
-    return EmbeddedServiceError(service="redis", step=step, detail=detail, log_file=files.log)
 
 
 def _redis_server_binary() -> Path:
@@ -153,7 +131,7 @@ def _redis_start(files: _RedisFiles) -> int:
             cwd=files.root,
         )
     except (subprocess.SubprocessError, OSError) as exc:
-        raise _redis_error(files, "start", str(exc)) from exc
+        raise files.error("start", str(exc)) from exc
     _wait_for_ping(files, port, step="start")
     return port
 
@@ -170,9 +148,9 @@ def _wait_for_ping(files: _RedisFiles, port: int, *, step: str) -> None:
         elapsed = time.monotonic() - started
         pid = read_int(files.pid)
         if (pid is None and elapsed > 5) or (pid is not None and not psutil.pid_exists(pid)):
-            raise _redis_error(files, step, f"redis-server for port {port} exited")
+            raise files.error(step, f"redis-server for port {port} exited")
         if elapsed > START_TIMEOUT_S:
-            raise _redis_error(files, step, f"no answer on {LOOPBACK}:{port} in time")
+            raise files.error(step, f"no answer on {LOOPBACK}:{port} in time")
         time.sleep(0.05)
 
 
@@ -200,8 +178,7 @@ def ensure_state_redis(*, var_dir: Path) -> str:
 
 def _ensure(files: _RedisFiles) -> str:
     files.root.mkdir(parents=True, exist_ok=True)
-    busy = _redis_error(files, "lock", f"{files.lock} held by another process for too long")
-    with exclusive_lock(files.lock, timeout=LOCK_TIMEOUT_S, on_timeout=busy):
+    with files.locked():
         running = _redis_server(files)
         password = stored_password(files.password)
         if running is None:
@@ -235,12 +212,11 @@ def stop_state_redis(*, var_dir: Path) -> None:
 def _stop(files: _RedisFiles) -> None:
     if not files.root.exists():
         return
-    busy = _redis_error(files, "lock", f"{files.lock} held by another process for too long")
-    with exclusive_lock(files.lock, timeout=LOCK_TIMEOUT_S, on_timeout=busy):
+    with files.locked():
         running = _redis_server(files)
         if running is None:
             return
         terminate(running[0], first_signal=signal.SIGTERM)
         if live_process(running[0].pid, name="redis-server") is not None:
-            raise _redis_error(files, "stop", f"redis-server pid {running[0].pid} did not exit")
+            raise files.error("stop", f"redis-server pid {running[0].pid} did not exit")
         files.pid.unlink(missing_ok=True)

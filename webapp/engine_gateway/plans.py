@@ -4,6 +4,7 @@ logic changes, rebalances, and the commands that carry them to the driver."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from engine.dag import JobGraph, max_parallelism, parse_job_graph, pinned_reason, state_kind_of
@@ -51,23 +52,28 @@ def plan_scale_out_instances(
     document: dict[str, Any], *, rates: dict[str, Any], instances: Any
 ) -> dict[str, Any]:
     """Stela scale-out: `instances` new instances placed by ETP on congested operators."""
-    _check_headroom(document, instances, "add")
-    graph, parsed = _graph_and_rates(document, rates, instances)
-    result = plan_scale_out(graph, parsed, instances, fixed=_fixed(graph))
-    if not result.steps:
-        raise _problem("field instances", "no operator that may take another instance is congested")
-    return _with_parallelism(graph, result.parallelism)
+    return _instances_planned(document, rates, instances, "add", plan_scale_out,
+                              "no operator that may take another instance is congested")
 
 
 def plan_scale_in_by_instances(
     document: dict[str, Any], *, rates: dict[str, Any], instances: Any
 ) -> dict[str, Any]:
     """Remove `instances` instances from the operators of lowest ETP."""
-    _check_headroom(document, instances, "remove")
+    return _instances_planned(document, rates, instances, "remove", plan_scale_in_instances,
+                              "every operator already runs a single instance")
+
+
+def _instances_planned(
+    document: dict[str, Any], rates: dict[str, Any], instances: Any, direction: str,
+    plan: Callable[..., Any], nothing_to_do: str,
+) -> dict[str, Any]:
+    """The document after ``plan`` places (``direction``: add or remove) ``instances``."""
+    _check_headroom(document, instances, direction)
     graph, parsed = _graph_and_rates(document, rates, instances)
-    result = plan_scale_in_instances(graph, parsed, instances, fixed=_fixed(graph))
+    result = plan(graph, parsed, instances, fixed=_fixed(graph))
     if not result.steps:
-        raise _problem("field instances", "every operator already runs a single instance")
+        raise _problem("field instances", nothing_to_do)
     return _with_parallelism(graph, result.parallelism)
 
 

@@ -22,12 +22,16 @@ from django.utils import timezone
 
 from webapp.jobs.models import OperatorMinute, RunEpoch, RunMinute
 
-RUN_ROLLUP_SQL = """
+# Both rollups first take the run's epochs older than the cutoff (but its last epoch) out of
+# their table, then sum them into their minutes.
+_GONE = """
 WITH gone AS (
-    DELETE FROM jobs_runepoch
+    DELETE FROM {table}
     WHERE run_id = %(run)s AND recorded_at < %(cutoff)s AND epoch < %(last)s
     RETURNING *
-)
+)"""
+
+RUN_ROLLUP_SQL = _GONE.format(table="jobs_runepoch") + """
 INSERT INTO jobs_runminute AS m (run_id, minute, epochs, rows_in, rows_out, batch_duration_ms,
                                  backlog_rows, latency_p99_ms, latency_max_ms)
 SELECT run_id, date_trunc('minute', recorded_at), count(*), sum(rows_in), sum(rows_out),
@@ -45,12 +49,7 @@ ON CONFLICT (run_id, minute) DO UPDATE SET
     latency_max_ms = greatest(m.latency_max_ms, EXCLUDED.latency_max_ms)
 """
 
-OPERATOR_ROLLUP_SQL = """
-WITH gone AS (
-    DELETE FROM jobs_operatorepoch
-    WHERE run_id = %(run)s AND recorded_at < %(cutoff)s AND epoch < %(last)s
-    RETURNING *
-)
+OPERATOR_ROLLUP_SQL = _GONE.format(table="jobs_operatorepoch") + """
 INSERT INTO jobs_operatorminute AS m (run_id, operator_id, minute, epochs, instances, rows_in,
                                       rows_out, input_rate, processing_rate, output_rate,
                                       congested_epochs, etp)

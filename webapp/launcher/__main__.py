@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import sys
 import time
 import urllib.error
@@ -23,6 +22,7 @@ from types import FrameType
 from webapp import embedded
 from webapp.config import BASE_DIR, ConfigError, load_config
 from webapp.demo_stream import demo_producer_argv
+from webapp.embedded.daemons import port_is_free
 from webapp.launcher.children import ChildGroup, say
 from webapp.launcher.embedded_services import Services, ensure_services
 from webapp.launcher.run_lock import LockHolder, acquire_run_lock, run_lock_holder
@@ -57,16 +57,6 @@ def _child_env(*, var_dir: Path, services: Services) -> dict[str, str]:
         STREAMSCALE_WEB_PREPARE_AT_START="1",
     )
     return env
-
-
-def _port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((HOST, port))
-        except OSError:
-            return False
-    return True
 
 
 def _executable(name: str) -> str:
@@ -159,7 +149,7 @@ def _serve(
     redis_url: str | None,
 ) -> None:
     """Every start-up step, then supervision; leaves only by exception."""
-    if not _port_is_free(port):
+    if not port_is_free(port, HOST):
         raise LaunchError(f"port {port} on {HOST} is already in use: pass --port N or set PORT")
     ensure_services(
         var_dir=var_dir, database_url=database_url, redis_url=redis_url, services=services

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from webapp import embedded
@@ -60,32 +61,34 @@ def ensure_services(
     if redis_url is not None:
         check_redis(redis_url)
     if database_url is None:
-        if not embedded.postgres_running(var_dir=var_dir):
-            services.stoppers.append(lambda: embedded.stop_postgres(var_dir=var_dir))
-        database_url = embedded.ensure_postgres(var_dir=var_dir)
-        say(f"[launcher] embedded PostgreSQL at {redacted(database_url)}")
-        services.watched["PostgreSQL"] = (
-            lambda: embedded.postgres_running(var_dir=var_dir),
-            lambda: embedded.ensure_postgres(var_dir=var_dir))
+        database_url = _ensure_embedded(
+            "PostgreSQL", services, running=partial(embedded.postgres_running, var_dir=var_dir),
+            ensure=partial(embedded.ensure_postgres, var_dir=var_dir),
+            stop=partial(embedded.stop_postgres, var_dir=var_dir))
     if redis_url is None:
-        if not embedded.redis_running(var_dir=var_dir):
-            services.stoppers.append(lambda: embedded.stop_redis(var_dir=var_dir))
-        redis_url = embedded.ensure_redis(var_dir=var_dir)
-        say(f"[launcher] embedded Redis at {redacted(redis_url)}")
-        services.watched["Redis"] = (
-            lambda: embedded.redis_running(var_dir=var_dir),
-            lambda: embedded.ensure_redis(var_dir=var_dir))
+        redis_url = _ensure_embedded(
+            "Redis", services, running=partial(embedded.redis_running, var_dir=var_dir),
+            ensure=partial(embedded.ensure_redis, var_dir=var_dir),
+            stop=partial(embedded.stop_redis, var_dir=var_dir))
     if services.state_redis:
-        _ensure_state_redis(var_dir=var_dir, services=services)
+        # The keyed state's own Redis (every write fsynced), for runs on a standalone cluster.
+        _ensure_embedded(
+            "state Redis", services,
+            running=partial(embedded.state_redis_running, var_dir=var_dir),
+            ensure=partial(embedded.ensure_state_redis, var_dir=var_dir),
+            stop=partial(embedded.stop_state_redis, var_dir=var_dir))
     services.database_url, services.redis_url = database_url, redis_url
 
 
-def _ensure_state_redis(*, var_dir: Path, services: Services) -> None:
-    """The keyed state's own Redis (every write fsynced), for runs on a standalone cluster."""
-    if not embedded.state_redis_running(var_dir=var_dir):
-        services.stoppers.append(lambda: embedded.stop_state_redis(var_dir=var_dir))
-    url = embedded.ensure_state_redis(var_dir=var_dir)
-    say(f"[launcher] embedded state Redis at {redacted(url)}")
-    services.watched["state Redis"] = (
-        lambda: embedded.state_redis_running(var_dir=var_dir),
-        lambda: embedded.ensure_state_redis(var_dir=var_dir))
+def _ensure_embedded(
+    name: str, services: Services, *, running: Callable[[], bool], ensure: Callable[[], str],
+    stop: Callable[[], None],
+) -> str:
+    """Start or reuse one embedded server, watched from now on; its URL. It is ours to stop if
+    it was not running before, even if its start is interrupted half-way."""
+    if not running():
+        services.stoppers.append(stop)
+    url = ensure()
+    say(f"[launcher] embedded {name} at {redacted(url)}")
+    services.watched[name] = (running, ensure)
+    return url

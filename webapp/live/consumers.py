@@ -21,13 +21,8 @@ class JobConsumer(AsyncWebsocketConsumer):
     """`/ws/jobs/<id>/`: live events of one job for users allowed to read it."""
 
     async def connect(self) -> None:
-        user = self.scope.get("user")
         self.job_id = int(self.scope["url_route"]["kwargs"]["job_id"])
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
-            return
-        if not user.can(Permission.READ):
-            await self.close(code=CLOSE_FORBIDDEN)
+        if not await self._may_read():
             return
         if not await _job_exists(self.job_id):
             await self.close(code=CLOSE_NOT_FOUND)
@@ -43,6 +38,17 @@ class JobConsumer(AsyncWebsocketConsumer):
                 await self.channel_layer.group_discard(self.group, self.channel_name)
             except REDIS_DOWN:
                 pass  # the group's membership expires with Redis's own data
+
+    async def _may_read(self) -> bool:
+        """Whether the user may read; else the handshake is refused (4401 or 4403)."""
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return False
+        if not user.can(Permission.READ):
+            await self.close(code=CLOSE_FORBIDDEN)
+            return False
+        return True
 
     async def _join(self, group: str) -> bool:
         """Join ``group``; with Redis down, refuse the handshake cleanly (1013) instead."""
@@ -87,13 +93,8 @@ class RunConsumer(JobConsumer):
     """
 
     async def connect(self) -> None:
-        user = self.scope.get("user")
         run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
-            return
-        if not user.can(Permission.READ):
-            await self.close(code=CLOSE_FORBIDDEN)
+        if not await self._may_read():
             return
         if not await self._join(run_group(run_id)):
             return

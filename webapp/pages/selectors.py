@@ -10,6 +10,7 @@ from django.db.models.functions import Coalesce
 
 from webapp import engine_gateway
 from webapp.audit.models import AuditEntry
+from webapp.audit.selectors import AuditFilter, audit_entries_narrowed
 from webapp.jobs.models import OperatorEpoch, Reconfiguration, Run
 from webapp.runs.broker import run_broker_sources
 from webapp.runs.selectors import reconfiguration_as_json
@@ -148,7 +149,7 @@ SETTLED = ("reconfiguration.applied", "reconfiguration.rejected", "reconfigurati
 """The entries that record how a change ended: History shows that on the change's own entry."""
 
 
-def history_entries(*, filters, limit: int = HISTORY_PAGE, offset: int = 0) -> list:
+def history_entries(*, filters: AuditFilter, limit: int = HISTORY_PAGE, offset: int = 0) -> list:
     """Audit entries newest first, each with `current_outcome` (a reconfiguration's status as it
     is now; for a run's start, the run's status now; else the entry's outcome) and
     `reconfiguration` (the record, or None); the outcome filter matches the current outcome.
@@ -161,18 +162,8 @@ def history_entries(*, filters, limit: int = HISTORY_PAGE, offset: int = 0) -> l
         Subquery(status[:1]),
         Case(When(action="run.started", then=Subquery(run_status[:1]))),
         F("outcome")))
-    if filters.job_id is not None:
-        entries = entries.filter(job_id=filters.job_id)
-    if filters.actor:
-        entries = entries.filter(actor_name=filters.actor)
-    if filters.action:
-        entries = entries.filter(action__startswith=filters.action)
-    if filters.since is not None:
-        entries = entries.filter(at__gte=filters.since)
-    if filters.until is not None:
-        entries = entries.filter(at__lt=filters.until)
-    if filters.outcome:
-        entries = entries.filter(current_outcome=filters.outcome)
+    entries = audit_entries_narrowed(entries=entries, filters=filters,
+                                     outcome_field="current_outcome")
     found = list(entries.order_by("-at", "-id")[offset:offset + limit])
     records = reconfigurations_by_id({e.reconfiguration_id_ref for e in found
                                       if e.reconfiguration_id_ref is not None})

@@ -19,18 +19,8 @@ from typing import Any
 import pyarrow as pa
 import redis
 
-from engine.runtime.state.keyed import (
-    FIELD,
-    TIMER,
-    VALUE,
-    KeyedChanges,
-    KeyedEntries,
-    by_group_and_timer,
-    entries_table,
-    ipc_bytes,
-    ipc_table,
-    no_entries,
-)
+from engine.runtime.state import keyed
+from engine.runtime.state.keyed import FIELD, TIMER, VALUE, KeyedChanges, KeyedEntries
 
 # KEYS: mark, timers, groups set. ARGV: epoch, emitted, kg, timer-hash prefix, number of
 # fired timers, the fired timers, then per timer put: timer, n, n field/value pairs.
@@ -85,8 +75,8 @@ class RedisKeyedEntries(KeyedEntries):
     def read_entries(self, operator: str, wanted: pa.Table) -> pa.Table:
         """``HMGET`` of each (group, timer)'s wanted fields, in one round trip."""
         if wanted.num_rows == 0:
-            return no_entries()
-        asked = by_group_and_timer(wanted)
+            return keyed.no_entries()
+        asked = keyed.by_group_and_timer(wanted)
         pipe = self._redis.pipeline(transaction=False)
         for (kg, timer), names in asked.items():
             pipe.hmget(f"{self._tag(operator, kg)}:t:{timer}", names)
@@ -98,7 +88,7 @@ class RedisKeyedEntries(KeyedEntries):
                     timers.append(timer)
                     fields.append(name)
                     values.append(value)
-        return self._counted(entries_table(kgs, timers, fields, values))
+        return self._counted(keyed.entries_table(kgs, timers, fields, values))
 
     def fire_timers(self, operator: str, key_groups: Iterable[int], until: int) -> pa.Table:
         """The due timers from each group's index, then their entries."""
@@ -108,7 +98,7 @@ class RedisKeyedEntries(KeyedEntries):
             pipe.zrangebyscore(self._tag(operator, kg) + ":timers", "-inf", until)
         due = [(kg, int(t)) for kg, ts in zip(groups, pipe.execute(), strict=True) for t in ts]
         if not due:
-            return no_entries()
+            return keyed.no_entries()
         for kg, timer in due:
             pipe.hgetall(f"{self._tag(operator, kg)}:t:{timer}")
         kgs, timers, fields, values = [], [], [], []
@@ -117,7 +107,7 @@ class RedisKeyedEntries(KeyedEntries):
             timers += [timer] * len(entries)
             fields += list(entries)
             values += list(entries.values())
-        return self._counted(entries_table(kgs, timers, fields, values))
+        return self._counted(keyed.entries_table(kgs, timers, fields, values))
 
     def read_emitted(self, operator: str, key_groups: Iterable[int]) -> dict[int, pa.Table]:
         """The rows each group's last commit emitted."""
@@ -129,7 +119,7 @@ class RedisKeyedEntries(KeyedEntries):
         for kg, data in zip(groups, pipe.execute() if groups else [], strict=True):
             if data:
                 self.bytes_read += len(data)
-                found[kg] = ipc_table(data)
+                found[kg] = keyed.ipc_table(data)
         return found
 
     def commit_entries(self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges]) -> int:
@@ -156,7 +146,7 @@ class RedisKeyedEntries(KeyedEntries):
 
 
 def _commit_args(epoch: int, kg: int, prefix: str, change: KeyedChanges) -> tuple[list[Any], int]:
-    emitted = ipc_bytes(change.emitted) if change.emitted is not None else b""
+    emitted = keyed.ipc_bytes(change.emitted) if change.emitted is not None else b""
     args: list[Any] = [epoch, emitted, kg, prefix, len(change.fired), *change.fired]
     size = len(emitted)
     puts = change.puts

@@ -16,18 +16,8 @@ from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 
-from engine.runtime.state.keyed import (
-    FIELD,
-    TIMER,
-    VALUE,
-    KeyedChanges,
-    KeyedEntries,
-    by_group_and_timer,
-    entries_table,
-    ipc_bytes,
-    ipc_table,
-    no_entries,
-)
+from engine.runtime.state import keyed
+from engine.runtime.state.keyed import FIELD, TIMER, VALUE, KeyedChanges, KeyedEntries
 
 KEYED_SCHEMA = (
     """CREATE TABLE IF NOT EXISTS keyed_entries (
@@ -71,10 +61,10 @@ class SqliteKeyedEntries(KeyedEntries):
     def read_entries(self, operator: str, wanted: pa.Table) -> pa.Table:
         """One primary-key lookup per wanted entry, one query per (group, timer)."""
         if wanted.num_rows == 0:
-            return no_entries()
+            return keyed.no_entries()
         db = self._keyed_db()
         kgs, timers, fields, values = [], [], [], []
-        for (kg, timer), names in by_group_and_timer(wanted).items():
+        for (kg, timer), names in keyed.by_group_and_timer(wanted).items():
             rows = db.execute(
                 "SELECT field, value FROM keyed_entries WHERE operator = ? AND key_group = ?"
                 " AND timer = ? AND field IN (SELECT value FROM json_each(?))",
@@ -85,7 +75,7 @@ class SqliteKeyedEntries(KeyedEntries):
                 values.append(value)
             kgs += [kg] * len(rows)
             timers += [timer] * len(rows)
-        found = entries_table(kgs, timers, fields, values)
+        found = keyed.entries_table(kgs, timers, fields, values)
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
 
@@ -103,7 +93,7 @@ class SqliteKeyedEntries(KeyedEntries):
                 timers.append(timer)
                 fields.append(field)
                 values.append(value)
-        found = entries_table(kgs, timers, fields, values)
+        found = keyed.entries_table(kgs, timers, fields, values)
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
 
@@ -118,7 +108,7 @@ class SqliteKeyedEntries(KeyedEntries):
         for kg, emitted in rows:
             if emitted:
                 self.bytes_read += len(emitted)
-                found[int(kg)] = ipc_table(emitted)
+                found[int(kg)] = keyed.ipc_table(emitted)
         return found
 
     def commit_entries(self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges]) -> int:
@@ -158,6 +148,6 @@ def _apply(db: sqlite3.Connection, operator: str, kg: int, epoch: int, change: K
             ),
         )
         written += puts[FIELD].nbytes + puts[VALUE].nbytes
-    emitted = ipc_bytes(change.emitted) if change.emitted is not None else None
+    emitted = keyed.ipc_bytes(change.emitted) if change.emitted is not None else None
     db.execute(_MARK, (operator, kg, epoch, emitted))
     return written + (len(emitted) if emitted else 0)

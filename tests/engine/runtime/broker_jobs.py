@@ -59,6 +59,19 @@ def last_epoch_for(entries: int, cap: int) -> int:
     return math.ceil(entries / cap) - 1
 
 
+def fill_for_run(
+    client: redis.Redis, streams: list[str], count: int, cap: int, malformed_every: int = 0
+) -> tuple[int, int]:
+    """Each of ``streams`` gets events ``0..count-1`` (see ``fill_stream``) and its share of
+    a tail that closes every window (``write_tail``) for a run reading ``cap`` entries an
+    epoch; returns (entries written, the epoch that reads the last of them)."""
+    total = 0
+    for stream in streams:
+        total += fill_stream(client, stream, 0, count, malformed_every=malformed_every)
+        total += write_tail(client, stream, cap // len(streams))
+    return total, last_epoch_for(total, cap)
+
+
 def stream_job(url: str, streams: list[str], cap: int, sink: dict[str, Any],
                parallelism: int = 2) -> dict[str, Any]:
     """source.redis_stream -> window_aggregate (campaign, 5 s windows) -> sink."""

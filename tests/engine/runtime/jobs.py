@@ -11,6 +11,9 @@ import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from engine.runtime.api import start_run
+from engine.runtime.driver.job_run import JobRun
+from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
 from engine.runtime.io.sources import GeneratorSpec, generator_batch
 
 
@@ -22,6 +25,25 @@ def wait_epoch(run: Any, epoch: int, timeout_s: float = 120.0) -> None:
         assert run.failure() is None, run.failure()
         time.sleep(0.05)
     run.flush()  # its acks and metrics reach the host off the epoch's path
+
+
+def start_collected_run(
+    spark: SparkSession, tmp_path: Any, job: dict[str, Any], last_epoch: int
+) -> tuple[JobRun, CollectingPublisher, CollectingRecorder]:
+    """``job`` run in this process on ``spark``, an epoch a second, until ``last_epoch``;
+    with the publisher and the recorder that collect its metrics and acknowledgements."""
+    publisher, recorder = CollectingPublisher(), CollectingRecorder()
+    run = start_run(
+        job,
+        checkpoint=str(tmp_path / "ckpt"),
+        publisher=publisher,
+        recorder=recorder,
+        spark=spark,
+        epoch_ms=1000,
+        trigger_ms=0,
+        stop_after_epoch=last_epoch,
+    )
+    return run, publisher, recorder
 
 
 ROWS_PER_SECOND = 4000

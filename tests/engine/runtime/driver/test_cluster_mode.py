@@ -4,9 +4,7 @@ Redis state store, rescaled while it runs, with exact results."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -15,10 +13,15 @@ import pytest
 
 from engine.runtime.api import request_reconfiguration
 from engine.runtime.control.channel import RedisControlChannel
-from engine.runtime.spark.session import project_root
 from engine.runtime.state import StoreSpec, open_store
 from tests.engine.runtime.cluster import LoopbackCluster
-from tests.engine.runtime.driver.test_exactly_once_kill import _lines, _wait_for_epoch_line
+from tests.engine.runtime.engine_process import (
+    engine_env,
+    engine_run_command,
+    printed_lines,
+    run_start_ms,
+    wait_for_epoch_line,
+)
 from tests.engine.runtime.jobs import actual_windows, expected_windows, window_job
 from tests.engine.runtime.state_redis import StateRedis, state_redis_fixture  # noqa: F401
 
@@ -39,38 +42,13 @@ def test_rescale_on_a_standalone_cluster_with_the_redis_store(
         dag = tmp_path / "job.json"
         dag.write_text(json.dumps(job))
         run_id = f"cluster-{uuid.uuid4().hex[:6]}"
-        command = [
-            sys.executable,
-            "-m",
-            "engine",
-            "run",
-            str(dag),
-            "--checkpoint",
-            str(tmp_path / "ckpt"),
-            "--master",
-            cluster.url,
-            "--run-id",
-            run_id,
-            "--state",
-            state.url,
-            "--control",
-            redis_url,
-            "--control-prefix",
-            redis_prefix,
-            "--epoch-ms",
-            "1000",
-            "--trigger-ms",
-            "0",
-            "--stop-after-epoch",
-            str(LAST_EPOCH),
-        ]
-        env = {**os.environ, "PYTHONPATH": project_root(), "SPARK_LOCAL_IP": "127.0.0.1",
-               "STREAMSCALE_DATA_DIR": str(tmp_path)}
-        proc = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-        )
-        lines = _lines(proc)
-        assert _wait_for_epoch_line(lines, proc, 180), proc.stderr.read()[-3000:]  # type: ignore[union-attr]
+        command = engine_run_command(
+            dag, tmp_path / "ckpt", LAST_EPOCH, "--master", cluster.url, "--run-id", run_id,
+            "--state", state.url, "--control", redis_url, "--control-prefix", redis_prefix)
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=engine_env(tmp_path, cluster=True))
+        lines = printed_lines(proc)
+        assert wait_for_epoch_line(lines, proc, 180), proc.stderr.read()[-3000:]  # type: ignore[union-attr]
         channel = RedisControlChannel(redis_url, run_id, redis_prefix)
         up = request_reconfiguration(channel, kind="rescale", operator="counts", parallelism=6)
         assert channel.wait_for_ack(up, 120)["status"] == "applied"
@@ -84,7 +62,7 @@ def test_rescale_on_a_standalone_cluster_with_the_redis_store(
         assert any("counts[p=1" in line for line in printed)
     finally:
         cluster.stop()
-    start_ms = json.loads((tmp_path / "ckpt" / "run.json").read_text())["start_ms"]
+    start_ms = run_start_ms(tmp_path / "ckpt")
     expected = expected_windows(spark, start_ms, LAST_EPOCH, [(0, "event_type = 'view'")])
     assert expected and actual_windows(pq.read_table(str(out))) == expected
     store = open_store(StoreSpec("redis", state.url, f"{redis_prefix}{run_id}"))

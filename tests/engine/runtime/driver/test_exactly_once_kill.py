@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import random
 import signal
 import subprocess
-import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -23,7 +20,13 @@ import pytest
 
 from engine.runtime.api import request_reconfiguration
 from engine.runtime.control.channel import RedisControlChannel
-from engine.runtime.spark.session import project_root
+from tests.engine.runtime.engine_process import (
+    engine_env,
+    engine_run_command,
+    printed_lines,
+    run_start_ms,
+    wait_for_epoch_line,
+)
 from tests.engine.runtime.jobs import (
     actual_pairs,
     actual_windows,
@@ -38,28 +41,6 @@ KILLS = 10
 LAST_EPOCH = 22
 
 
-def _lines(proc: subprocess.Popen) -> queue.Queue:
-    lines: queue.Queue = queue.Queue()
-
-    def pump() -> None:
-        for line in proc.stdout:  # type: ignore[union-attr]
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    return lines
-
-
-def _wait_for_epoch_line(lines: queue.Queue, proc: subprocess.Popen, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if lines.get(timeout=0.2).startswith("epoch="):
-                return True
-        except queue.Empty:
-            continue
-    return False
-
-
 def test_sigkill_at_random_points_then_restart_is_exactly_once(
     spark, tmp_path: Path, redis_prefix: str, redis_url: str
 ) -> None:
@@ -72,28 +53,9 @@ def test_sigkill_at_random_points_then_restart_is_exactly_once(
     dag.write_text(json.dumps(job))
     checkpoint = tmp_path / "ckpt"
     run_id = f"kill-{uuid.uuid4().hex[:6]}"
-    command = [
-        sys.executable,
-        "-m",
-        "engine",
-        "run",
-        str(dag),
-        "--checkpoint",
-        str(checkpoint),
-        "--run-id",
-        run_id,
-        "--control",
-        redis_url,
-        "--control-prefix",
-        redis_prefix,
-        "--epoch-ms",
-        "1000",
-        "--trigger-ms",
-        "0",
-        "--stop-after-epoch",
-        str(LAST_EPOCH),
-    ]
-    env = {**os.environ, "PYTHONPATH": project_root(), "STREAMSCALE_DATA_DIR": str(tmp_path)}
+    command = engine_run_command(dag, checkpoint, LAST_EPOCH, "--run-id", run_id, "--control",
+                                 redis_url, "--control-prefix", redis_prefix)
+    env = engine_env(tmp_path)
     channel = RedisControlChannel(redis_url, run_id, redis_prefix)
     rng = random.Random(20261122)
     requests: list[str] = []
@@ -107,10 +69,10 @@ def test_sigkill_at_random_points_then_restart_is_exactly_once(
             env=env,
             start_new_session=True,
         )
-        lines = _lines(proc)
+        lines = printed_lines(proc)
         # A JVM's start on a loaded 2-core machine can take minutes; what is tested is the
         # restart, not the start-up time.
-        assert _wait_for_epoch_line(lines, proc, 300), "no epoch before the kill"
+        assert wait_for_epoch_line(lines, proc, 300), "no epoch before the kill"
         if kills % 3 == 1:
             # Kill while a reconfiguration is being picked up and installed.
             requests.append(
@@ -133,7 +95,7 @@ def test_sigkill_at_random_points_then_restart_is_exactly_once(
     assert final.returncode == 0, final.stderr[-2000:]
     assert kills == KILLS
 
-    start_ms = json.loads((checkpoint / "run.json").read_text())["start_ms"]
+    start_ms = run_start_ms(checkpoint)
     expected = expected_windows(spark, start_ms, LAST_EPOCH, [(0, "event_type = 'view'")])
     assert expected
     for directory in (out, pairs_out):

@@ -19,11 +19,10 @@ from engine.runtime.driver.metrics import CollectingPublisher
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 from tests.engine.runtime.broker_jobs import (
     batch_windows,
+    fill_for_run,
     fill_stream,
-    last_epoch_for,
     sink_windows,
     stream_job,
-    write_tail,
 )
 from tests.engine.runtime.jobs import wait_epoch
 from webapp.embedded import ensure_redis, stop_redis
@@ -38,8 +37,7 @@ def test_broker_restarted_mid_run_then_run_resumes_exactly(spark, tmp_path: Path
     url = ensure_redis(var_dir=var)
     client = redis.Redis.from_url(url)
     stream = "orders"
-    total = fill_stream(client, stream, 0, 3000) + write_tail(client, stream, CAP)
-    last = last_epoch_for(total, CAP)
+    total, last = fill_for_run(client, [stream], 3000, CAP)
     sink = f"restart_{uuid.uuid4().hex[:6]}"
     publisher = CollectingPublisher()
     try:

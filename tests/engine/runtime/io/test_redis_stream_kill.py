@@ -9,7 +9,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -18,16 +17,13 @@ import pyarrow.parquet as pq
 import pytest
 import redis
 
-from engine.runtime.spark.session import project_root
-from tests.engine.runtime.broker_jobs import (
-    batch_windows,
-    fill_stream,
-    last_epoch_for,
-    sink_windows,
-    stream_job,
-    write_tail,
+from tests.engine.runtime.broker_jobs import batch_windows, fill_for_run, sink_windows, stream_job
+from tests.engine.runtime.engine_process import (
+    engine_env,
+    engine_run_command,
+    printed_lines,
+    wait_for_epoch_line,
 )
-from tests.engine.runtime.driver.test_exactly_once_kill import _lines, _wait_for_epoch_line
 
 pytestmark = pytest.mark.spark
 
@@ -41,23 +37,20 @@ def test_sigkill_mid_epoch_then_restart_reads_each_entry_once(
     url = service_urls["redis_url"]
     client = redis.Redis.from_url(url)
     stream = f"sstest-{uuid.uuid4().hex[:8]}:kill"
-    total = fill_stream(client, stream, 0, 10000, malformed_every=1000)
-    total += write_tail(client, stream, CAP)
-    last = last_epoch_for(total, CAP)
+    _, last = fill_for_run(client, [stream], 10000, CAP, malformed_every=1000)
     out = tmp_path / "out"
     dag = tmp_path / "job.json"
     dag.write_text(json.dumps(stream_job(
         url, [stream], CAP, {"type": "sink.files", "params": {"path": "out",
                                                               "format": "parquet"}})))
-    command = [sys.executable, "-m", "engine", "run", str(dag), "--checkpoint",
-               str(tmp_path / "ckpt"), "--trigger-ms", "0", "--stop-after-epoch", str(last)]
-    env = {**os.environ, "PYTHONPATH": project_root(), "STREAMSCALE_DATA_DIR": str(tmp_path)}
+    command = engine_run_command(dag, tmp_path / "ckpt", last, epoch_ms=None)
+    env = engine_env(tmp_path)
     rng = random.Random(20261123)
     try:
         for _ in range(KILLS):
             proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                     text=True, env=env, start_new_session=True)
-            assert _wait_for_epoch_line(_lines(proc), proc, 300), "no epoch before the kill"
+            assert wait_for_epoch_line(printed_lines(proc), proc, 300), "no epoch before the kill"
             time.sleep(rng.uniform(0.0, 1.5))
             assert proc.poll() is None, "the run finished before it could be killed"
             os.killpg(proc.pid, signal.SIGKILL)

@@ -13,14 +13,7 @@ import redis
 from engine.runtime.api import request_reconfiguration, start_run
 from engine.runtime.driver.metrics import CollectingPublisher
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
-from tests.engine.runtime.broker_jobs import (
-    batch_windows,
-    fill_stream,
-    last_epoch_for,
-    sink_windows,
-    stream_job,
-    write_tail,
-)
+from tests.engine.runtime.broker_jobs import batch_windows, fill_for_run, sink_windows, stream_job
 from tests.engine.runtime.jobs import wait_epoch
 
 pytestmark = pytest.mark.spark
@@ -39,9 +32,7 @@ def broker(service_urls: dict[str, str]) -> Iterator[tuple[str, redis.Redis, lis
 def test_reads_every_entry_once_with_cap_lag_and_dead_letters(spark, tmp_path, broker) -> None:  # type: ignore[no-untyped-def]
     url, client, (stream, _) = broker
     cap = 700
-    total = fill_stream(client, stream, 0, 3000, malformed_every=500)
-    total += write_tail(client, stream, cap)
-    last = last_epoch_for(total, cap)
+    total, last = fill_for_run(client, [stream], 3000, cap, malformed_every=500)
     sink = f"redis_{uuid.uuid4().hex[:6]}"
     publisher = CollectingPublisher()
     memory = {"type": "sink.memory", "params": {"name": sink}}
@@ -68,11 +59,7 @@ def test_reads_every_entry_once_with_cap_lag_and_dead_letters(spark, tmp_path, b
 def test_rescale_while_reading_two_streams_stays_exact(spark, tmp_path, broker) -> None:  # type: ignore[no-untyped-def]
     url, client, streams = broker
     cap = 800  # 400 from each stream per epoch: both streams advance through event time together
-    total = 0
-    for stream in streams:
-        total += fill_stream(client, stream, 0, 3000)
-        total += write_tail(client, stream, cap // 2)
-    last = last_epoch_for(total, cap)
+    total, last = fill_for_run(client, streams, 3000, cap)
     sink = f"redis_{uuid.uuid4().hex[:6]}"
     publisher = CollectingPublisher()
     memory = {"type": "sink.memory", "params": {"name": sink}}

@@ -13,9 +13,8 @@ import pytest
 
 from engine.dag import parse_job_graph
 from engine.planner import plan_job
-from engine.runtime.api import request_reconfiguration, start_run
+from engine.runtime.api import request_reconfiguration
 from engine.runtime.control.run_config import initial_config
-from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
 from engine.runtime.errors import CommandRejected
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 from engine.runtime.io.sources import GeneratorSpec, generator_batch
@@ -32,7 +31,13 @@ from engine.runtime.operators.join_worker import process_join_instance
 from engine.runtime.stage.logic_check import logic_checker
 from engine.runtime.stage.vsn_worker import REPORT, EpochTask, InstanceReport
 from engine.runtime.state import StoreSpec, open_store
-from tests.engine.runtime.jobs import actual_pairs, expected_pairs, join_job, wait_epoch
+from tests.engine.runtime.jobs import (
+    actual_pairs,
+    expected_pairs,
+    join_job,
+    start_collected_run,
+    wait_epoch,
+)
 
 SPEC = parse_join_spec("j", {"key": ["k"], "time": "t", "within": "700 microseconds"}).with_layout(
     ["k", "t", "a"], ["k", "t", "b"]
@@ -178,17 +183,7 @@ def test_a_logic_change_may_narrow_the_bound_but_not_move_the_key() -> None:
 def test_join_run_matches_sparks_join_through_rescales(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     sink = f"join_{uuid.uuid4().hex[:6]}"
     job = join_job({"type": "sink.memory", "params": {"name": sink}}, parallelism=2)
-    publisher, recorder = CollectingPublisher(), CollectingRecorder()
-    run = start_run(
-        job,
-        checkpoint=str(tmp_path / "ckpt"),
-        publisher=publisher,
-        recorder=recorder,
-        spark=spark,
-        epoch_ms=1000,
-        trigger_ms=0,
-        stop_after_epoch=9,
-    )
+    run, publisher, recorder = start_collected_run(spark, tmp_path, job, last_epoch=9)
     wait_epoch(run, 1)
     up = request_reconfiguration(run.channel, kind="rescale", operator="pairs", parallelism=6)
     assert run.channel.wait_for_ack(up, 60)["status"] == "applied"

@@ -8,11 +8,15 @@ from typing import Any
 
 import pytest
 
-from engine.runtime.api import request_reconfiguration, start_run
-from engine.runtime.driver.job_run import JobRun
-from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
+from engine.runtime.api import request_reconfiguration
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
-from tests.engine.runtime.jobs import actual_windows, expected_windows, wait_epoch, window_job
+from tests.engine.runtime.jobs import (
+    actual_windows,
+    expected_windows,
+    start_collected_run,
+    wait_epoch,
+    window_job,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -22,26 +26,9 @@ def _memory_job(**kwargs: Any) -> tuple[dict[str, Any], str]:
     return window_job({"type": "sink.memory", "params": {"name": name}}, **kwargs), name
 
 
-def _start(
-    spark: Any, tmp_path: Any, job: dict[str, Any], last: int
-) -> tuple[JobRun, CollectingPublisher, CollectingRecorder]:
-    publisher, recorder = CollectingPublisher(), CollectingRecorder()
-    run = start_run(
-        job,
-        checkpoint=str(tmp_path / "ckpt"),
-        publisher=publisher,
-        recorder=recorder,
-        spark=spark,
-        epoch_ms=1000,
-        trigger_ms=0,
-        stop_after_epoch=last,
-    )
-    return run, publisher, recorder
-
-
 def test_rescales_and_rebalances_leave_results_exact(spark, tmp_path) -> None:
     job, sink = _memory_job(parallelism=2)
-    run, publisher, recorder = _start(spark, tmp_path, job, last=14)
+    run, publisher, recorder = start_collected_run(spark, tmp_path, job, last_epoch=14)
     channel = run.channel
     wait_epoch(run, 2)
     up = request_reconfiguration(channel, kind="rescale", operator="counts", parallelism=8)
@@ -72,7 +59,7 @@ def test_rescales_and_rebalances_leave_results_exact(spark, tmp_path) -> None:
 
 def test_bad_commands_are_rejected_and_the_run_goes_on(spark, tmp_path) -> None:
     job, sink = _memory_job(parallelism=2)
-    run, publisher, recorder = _start(spark, tmp_path, job, last=7)
+    run, publisher, recorder = start_collected_run(spark, tmp_path, job, last_epoch=7)
     channel = run.channel
     wait_epoch(run, 1)
     bad = {
@@ -118,7 +105,7 @@ def test_bad_commands_are_rejected_and_the_run_goes_on(spark, tmp_path) -> None:
 
 def test_logic_change_takes_effect_at_an_epoch_boundary(spark, tmp_path) -> None:
     job, sink = _memory_job(parallelism=3)
-    run, publisher, recorder = _start(spark, tmp_path, job, last=9)
+    run, publisher, recorder = start_collected_run(spark, tmp_path, job, last_epoch=9)
     wait_epoch(run, 2)
     change = request_reconfiguration(
         run.channel,
@@ -151,7 +138,7 @@ def test_logic_change_takes_effect_at_an_epoch_boundary(spark, tmp_path) -> None
 def test_sliding_windows_match_spark_through_a_rescale(spark, tmp_path) -> None:
     # A 4 s window sliding by 3 s: some rows fall in one window, some in two.
     job, sink = _memory_job(parallelism=2, slide_s=3)
-    run, _, recorder = _start(spark, tmp_path, job, last=9)
+    run, _, recorder = start_collected_run(spark, tmp_path, job, last_epoch=9)
     wait_epoch(run, 3)
     up = request_reconfiguration(run.channel, kind="rescale", operator="counts", parallelism=5)
     assert run.wait(180) == "stopped"

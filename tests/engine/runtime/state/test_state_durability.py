@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import subprocess
 import sys
 import time
@@ -26,6 +25,13 @@ from engine.runtime.state.redis_durability import (
     require_durable,
 )
 from tests.engine.runtime.cluster import LoopbackCluster
+from tests.engine.runtime.engine_process import (
+    engine_env,
+    engine_run_command,
+    printed_lines,
+    run_start_ms,
+    wait_for_epoch_line,
+)
 from tests.engine.runtime.jobs import actual_windows, expected_windows, window_job
 from tests.engine.runtime.state_redis import StateRedis, state_redis_fixture  # noqa: F401
 
@@ -68,37 +74,6 @@ def test_the_engine_refuses_a_lossy_state_redis_before_starting_spark(tmp_path: 
     assert not (tmp_path / "ckpt" / "spark").exists()
 
 
-def _epoch_of(line: str) -> int | None:
-    if not line.startswith("epoch="):
-        return None
-    return int(line.split()[0].split("=")[1])
-
-
-def _wait_epoch(lines: queue.Queue, proc: subprocess.Popen, epoch: int, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            seen = _epoch_of(lines.get(timeout=0.2))
-        except queue.Empty:
-            continue
-        if seen is not None and seen >= epoch:
-            return
-    raise AssertionError(f"epoch {epoch} not reached")
-
-
-def _pump(proc: subprocess.Popen) -> queue.Queue:
-    import threading
-
-    lines: queue.Queue = queue.Queue()
-
-    def pump() -> None:
-        for line in proc.stdout:  # type: ignore[union-attr]
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    return lines
-
-
 @pytest.mark.spark
 def test_a_state_redis_killed_mid_run_leaves_the_results_exact(
     spark, tmp_path: Path, state_redis: StateRedis
@@ -110,18 +85,14 @@ def test_a_state_redis_killed_mid_run_leaves_the_results_exact(
     dag = tmp_path / "job.json"
     dag.write_text(json.dumps(
         window_job({"type": "sink.files", "params": {"path": "out", "format": "parquet"}})))
-    command = [
-        sys.executable, "-m", "engine", "run", str(dag), "--checkpoint",
-        str(tmp_path / "ckpt"), "--master", cluster.url, "--run-id", "state-kill",
-        "--state", state.url, "--epoch-ms", "1000", "--trigger-ms", "0",
-        "--stop-after-epoch", str(LAST_EPOCH),
-    ]
-    env = {**os.environ, "PYTHONPATH": project_root(), "SPARK_LOCAL_IP": "127.0.0.1",
-           "STREAMSCALE_DATA_DIR": str(tmp_path)}
+    command = engine_run_command(dag, tmp_path / "ckpt", LAST_EPOCH, "--master", cluster.url,
+                                 "--run-id", "state-kill", "--state", state.url)
+    env = engine_env(tmp_path, cluster=True)
     try:
         first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True, env=env)
-        _wait_epoch(_pump(first), first, KILL_AFTER_EPOCH, 240)
+        assert wait_for_epoch_line(printed_lines(first), first, 240, KILL_AFTER_EPOCH), \
+            f"epoch {KILL_AFTER_EPOCH} not reached"
 
         state.kill()  # mid-run, writes of the epoch in progress in flight
         time.sleep(1.0)
@@ -136,6 +107,6 @@ def test_a_state_redis_killed_mid_run_leaves_the_results_exact(
             assert final.returncode == 0, final.stderr[-2000:]
     finally:
         cluster.stop()
-    start_ms = json.loads((tmp_path / "ckpt" / "run.json").read_text())["start_ms"]
+    start_ms = run_start_ms(tmp_path / "ckpt")
     expected = expected_windows(spark, start_ms, LAST_EPOCH, [(0, "event_type = 'view'")])
     assert expected and actual_windows(pq.read_table(str(out))) == expected

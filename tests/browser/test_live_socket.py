@@ -1,0 +1,113 @@
+"""Live pages stay live: when their websocket drops (the server closes it, the browser goes
+offline) they say so, reconnect by themselves, say "live" again and resume their updates."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.browser.conftest import run_page_open, wait_live
+
+pytestmark = pytest.mark.browser
+
+RECONNECTING = re.compile(r"reconnecting in \d+ s")
+
+
+class Sockets:
+    """The page's websockets to paths matching `pattern`, passed through to the server, each
+    of which the test can close from the server's side."""
+
+    def __init__(self, page, pattern: str) -> None:
+        self.routes: list = []
+        page.route_web_socket(re.compile(pattern), self._connect)
+
+    def _connect(self, route) -> None:
+        route.connect_to_server()
+        self.routes.append(route)
+
+    def drop(self) -> None:
+        """Close the newest connection as a restarting server does (1012)."""
+        self.routes[-1].close(code=1012, reason="server restart")
+
+
+def _epoch(page) -> int:
+    text = page.inner_text("#kpi-epoch")
+    return int(text) if text.isdigit() else -1
+
+
+def _epoch_passes(page, epoch: int) -> None:
+    page.wait_for_function(
+        f"Number(document.querySelector('#kpi-epoch').textContent) > {epoch}", timeout=30_000)
+
+
+def _label(page) -> tuple[str, str]:
+    return page.evaluate(
+        "[document.querySelector('#live-state').dataset.state,"
+        " document.querySelector('#live-state').textContent]")
+
+
+def test_the_run_page_reconnects_after_the_server_drops_it_and_resumes(fed_run, signed_in):
+    run_id, _ = fed_run("socket-drops", 5)
+    page = signed_in("viewer")
+    sockets = Sockets(page, r"/ws/runs/\d+/$")
+    run_page_open(page, run_id)
+    _epoch_passes(page, _epoch(page))
+    for dropped in (1, 2):
+        sockets.drop()
+        page.wait_for_function(
+            "document.querySelector('#live-state').dataset.state === 'reconnecting'")
+        state, text = _label(page)
+        assert RECONNECTING.fullmatch(text), text
+        assert "off" in page.get_attribute("#live-state", "class")
+        frozen = _epoch(page)
+        wait_live(page)
+        assert len(sockets.routes) == dropped + 1
+        # The new connection's snapshot and the epochs after it reach the page.
+        _epoch_passes(page, frozen)
+    assert "on" in page.get_attribute("#live-state", "class").split()
+
+
+def test_the_run_page_says_offline_and_comes_back_with_the_network(fed_run, signed_in):
+    run_id, _ = fed_run("socket-offline", 5)
+    page = signed_in("viewer")
+    sockets = Sockets(page, r"/ws/runs/\d+/$")
+    run_page_open(page, run_id)
+    page.context.set_offline(True)
+    page.wait_for_function("document.querySelector('#live-state').textContent === 'offline'")
+    frozen = _epoch(page)
+    page.wait_for_timeout(2500)  # a feeder epoch a second: none arrives while offline
+    assert _epoch(page) == frozen and len(sockets.routes) == 1
+    page.context.set_offline(False)
+    wait_live(page)
+    assert len(sockets.routes) == 2
+    _epoch_passes(page, frozen)
+
+
+def test_the_editor_reconnects_and_still_hears_of_a_newer_version(stack, fed_run, signed_in):
+    _, job_id = fed_run("socket-editor", 0, feed=False)
+    page = signed_in("editor")
+    sockets = Sockets(page, r"/ws/jobs/\d+/$")
+    page.goto(f"/jobs/{job_id}/edit/")
+    wait_live(page)
+    sockets.drop()
+    page.wait_for_function(
+        "document.querySelector('#live-state').dataset.state === 'reconnecting'")
+    wait_live(page)
+    assert len(sockets.routes) == 2
+    # Saved while the page listens on its second connection: announced live.
+    stack.fake_run("create", "0", "socket-editor")
+    page.wait_for_selector("#conflict:not([hidden])", timeout=15_000)
+    assert "was saved" in page.inner_text("#conflict")
+
+    # Saved while the page was offline: found when it comes back.
+    page.reload()
+    wait_live(page)
+    assert page.locator("#conflict:not([hidden])").count() == 0
+    page.context.set_offline(True)
+    page.wait_for_function("document.querySelector('#live-state').textContent === 'offline'")
+    stack.fake_run("create", "0", "socket-editor")
+    assert page.locator("#conflict:not([hidden])").count() == 0
+    page.context.set_offline(False)
+    wait_live(page)
+    page.wait_for_selector("#conflict:not([hidden])", timeout=15_000)

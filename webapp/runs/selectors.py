@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from webapp.errors import NotFound
+from webapp.jobs.metrics import KEYED_OPERATOR_FIELDS
 from webapp.jobs.models import Job, OperatorEpoch, Reconfiguration, Run, RunEpoch
 
 
@@ -87,6 +88,8 @@ def epoch_as_json(epoch: RunEpoch, operators: list[OperatorEpoch]) -> dict[str, 
                 "congested": o.congested, "etp": o.etp,
                 "region": (measured.get(o.operator_id) or {}).get("region"),
                 "demand_rate": (measured.get(o.operator_id) or {}).get("demand_rate"),
+                **{name: (measured.get(o.operator_id) or {}).get(name)
+                   for name in KEYED_OPERATOR_FIELDS},
             }
             for o in operators
         },

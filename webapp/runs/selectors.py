@@ -129,7 +129,11 @@ def reconfiguration_as_json(r: Reconfiguration) -> dict[str, Any]:
     }
 
 
-def run_snapshot(*, run_id: int, epochs: int = 30) -> dict[str, Any]:
+# Recent epochs a live page starts from: enough for its longest window of smoothed figures.
+SNAPSHOT_EPOCHS = 60
+
+
+def run_snapshot(*, run_id: int, epochs: int = SNAPSHOT_EPOCHS) -> dict[str, Any]:
     """What a live page starts from: the run, its recent epochs in the compact live form
     (`[epoch, metrics]` pairs, as `run.epoch` events carry them) and its reconfigurations."""
     from webapp.runs.live import live_metrics

@@ -164,7 +164,7 @@ def test_a_keyed_operator_s_watermark_is_kept_served_and_sent_live(token_client,
 
 def test_the_run_page_names_its_window_of_epochs_and_its_views(session_client, live_run):
     page = session_client(Role.VIEWER).get(f"/runs/{live_run.pk}/").content.decode()
-    assert 'data-testid="smoothing-epochs">30</b> epochs' in page
+    assert 'data-testid="smoothing-epochs" data-smoothing-epochs>30</b> epochs' in page
     assert '<tr data-watermark="counts">' in page and "window 10 seconds" in page
     assert f'href="/runs/{live_run.pk}/operators/counts/instances/"' in page
     assert f'href="/runs/{live_run.pk}/epochs/"' in page

@@ -1,8 +1,10 @@
 """A keyed operator's event-time progress and rows per instance in an epoch's metrics: what
 the run page shows to explain why sinks after a window get nothing for a while. Pure: the
-metrics are built from an epoch's reports, without a Spark session."""
+metrics are built from an epoch's reports, without a Spark session (but for one run on it)."""
 
 from __future__ import annotations
+
+import pytest
 
 from engine.dag import parse_job_graph
 from engine.runtime.control.run_config import initial_config
@@ -54,3 +56,28 @@ def test_before_the_first_rows_there_is_no_watermark_and_other_operators_have_no
     assert counts["watermark_ms"] is None and counts["watermark_delay_ms"] is None
     assert counts["watermark_lag_ms"] is None and counts["max_event_ms"] is None
     assert "watermark_ms" not in metrics["operators"]["out"]
+
+
+@pytest.mark.spark
+def test_a_run_on_spark_reports_each_epoch_s_watermark_of_its_window(spark, tmp_path):
+    from engine.runtime.api import start_run
+    from engine.runtime.driver.metrics import CollectingPublisher
+    from tests.engine.runtime.jobs import WATERMARK_S, window_job
+
+    publisher = CollectingPublisher()
+    job = window_job({"type": "sink.memory", "params": {"name": f"wm_{tmp_path.name}"}})
+    run = start_run(job, checkpoint=str(tmp_path / "ckpt"), publisher=publisher, spark=spark,
+                    epoch_ms=1000, trigger_ms=0, stop_after_epoch=3)
+    assert run.wait(180) == "stopped"
+    run.flush()
+    counts = [m["operators"]["counts"] for m in sorted(publisher.epochs,
+                                                         key=lambda m: m["epoch"])]
+    assert counts[0]["watermark_ms"] is None  # the first epoch runs before any row was seen
+    later = counts[1:]
+    assert later and all(c["watermark_ms"] is not None for c in later)
+    # Behind the newest event by the job's watermark delay plus the epoch's new event time
+    # (an epoch takes one second of events here); behind the clock by whatever that is.
+    delay = WATERMARK_S * 1000
+    assert all(delay <= c["watermark_lag_ms"] <= delay + 2000 for c in later), later
+    assert all(c["watermark_delay_ms"] is not None for c in later)
+    assert all(sum(c["rows_in_per_instance"]) == c["rows_in"] for c in counts)

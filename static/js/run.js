@@ -3,11 +3,12 @@
 // controls fill the server-rendered dialog, whose preview and submit are htmx requests.
 /* global htmx */
 import { drawGraph } from "./graph.js";
-import { TimeChart, formatMs, formatRate } from "./charts.js";
+import { MAX_POINTS, TimeChart, formatMs, formatRate } from "./charts.js";
 import { $, esc } from "./dom.js";
 import { openLiveSocket } from "./live-socket.js";
 import { setupScaling } from "./run-scale.js";
 import { setupBroker } from "./run-broker.js";
+import { EpochWindow, maxOf, meanOf, rolling } from "./smoothing.js";
 
 const config = JSON.parse(document.getElementById("run-config").textContent);
 const LIVE = new Set(["starting", "running", "recovering"]);
@@ -24,6 +25,11 @@ const state = {
   epochTimes: new Map(), // epoch -> unix seconds, for markers
   historyLoaded: false,
   buffered: [],
+  // The figures are shown over the last N epochs (see smoothing.js); the raw per-epoch
+  // columns are kept so the charts can be redrawn when N changes.
+  window: new EpochWindow(config.smoothing_epochs, Math.max(...config.smoothing_choices)),
+  raw: { t: [], in: [], out: [], p50: [], p99: [] },
+  lastMetrics: null,
 };
 
 // ---- graph -------------------------------------------------------------------------------
@@ -92,7 +98,13 @@ function setText(el, field, text) {
   if (target && target.textContent !== text) target.textContent = text;
 }
 
-function applyOperators(ops, batchMs, bottleneck = null) {
+// The mean of one operator's field over the epochs the figures are shown over.
+function opMean(recent, opId, name) {
+  const i = state.fields.indexOf(name);
+  return meanOf(recent.map((m) => (m.ops[opId] ? m.ops[opId][i] : null)));
+}
+
+function applyOperators(ops, batchMs, bottleneck = null, recent = [], wm = {}) {
   const f = state.fields;
   const at = (values, name) => values[f.indexOf(name)];
   let total = 0;
@@ -103,12 +115,12 @@ function applyOperators(ops, batchMs, bottleneck = null) {
     if (instances != null) state.instances[opId] = instances;
     total += state.instances[opId];
     const busy = at(values, "busy");
-    const etp = at(values, "etp");
+    const etp = opMean(recent, opId, "etp");
     const congested = Boolean(at(values, "congested"));
     const region = at(values, "region");
     const mark = region ? " ᴿ" : "";
-    setText(el, "in", formatRate(at(values, "input_rate") ?? null));
-    setText(el, "out", formatRate(at(values, "output_rate")));
+    setText(el, "in", formatRate(opMean(recent, opId, "input_rate")));
+    setText(el, "out", formatRate(opMean(recent, opId, "output_rate")));
     setText(el, "busy", busy == null || !batchMs ? "—" : `${Math.min(100, (100 * busy) / batchMs).toFixed(0)}%${mark}`);
     setText(el, "true", `${formatRate(at(values, "processing_rate"))}${mark}`);
     const limits = config.limits[opId] || {};
@@ -118,9 +130,11 @@ function applyOperators(ops, batchMs, bottleneck = null) {
     if (limits.fixed_reason) notes.push(`instances fixed: ${limits.fixed_reason}`);
     const demand = at(values, "demand_rate");
     if (congested && demand != null) notes.unshift(`demand ${formatRate(demand)}/s over capacity`);
+    if (wm[opId]) notes.push(`watermark ${formatMs(wm[opId][1])} behind the clock`);
     setText(el, "note", notes.join(" · "));
     el.classList.toggle("bottleneck", bottleneck != null && (bottleneck === opId || bottleneck === region));
     setText(el, "etp", etp == null ? "—" : etp.toFixed(2));
+    el.dataset.etp = etp == null ? "" : etp.toFixed(3);
     setText(el, "instances", String(state.instances[opId]));
     el.classList.toggle("congested", congested);
     el.style.setProperty("--etp", etp == null ? 0 : etp);
@@ -148,13 +162,78 @@ function sumOver(ops, ids, name) {
   return sum;
 }
 
+// The run-wide figures over the epochs in the window: rates and p50 as means, p99 the highest.
+function windowFigures(recent) {
+  return {
+    ingest: meanOf(recent.map((m) => sumOver(m.ops, config.sources, "output_rate"))),
+    egress: meanOf(recent.map((m) => sumOver(m.ops, config.sinks, "input_rate"))),
+    p50: meanOf(recent.map((m) => m.lat[0])),
+    p99: maxOf(recent.map((m) => m.lat[1])),
+  };
+}
+
+function utcTime(ms) {
+  return `${new Date(ms).toISOString().slice(11, 19)} UTC`;
+}
+
+// Each keyed operator's watermark and how far it is behind the clock and the newest event.
+function applyWatermarks(wm) {
+  for (const opId of config.keyed) {
+    const row = document.querySelector(`[data-watermark="${CSS.escape(opId)}"]`);
+    if (!row) continue;
+    const v = wm[opId];
+    const cell = (field, text) => { row.querySelector(`[data-f="${field}"]`).textContent = text; };
+    cell("watermark", v ? utcTime(v[0]) : "none yet (no rows)");
+    cell("delay", v ? formatMs(v[1]) : "—");
+    cell("lag", v ? formatMs(v[2]) : "—");
+  }
+}
+
+function rememberRaw(m) {
+  const raw = state.raw;
+  if (raw.t.length && m.t <= raw.t[raw.t.length - 1]) return false;
+  raw.t.push(m.t);
+  raw.in.push(sumOver(m.ops, config.sources, "output_rate"));
+  raw.out.push(sumOver(m.ops, config.sinks, "input_rate"));
+  raw.p50.push(m.lat[0]);
+  raw.p99.push(m.lat[1]);
+  if (raw.t.length > MAX_POINTS) Object.values(raw).forEach((c) => c.splice(0, c.length - MAX_POINTS));
+  return true;
+}
+
+// The charts' newest point: the window's figures over the raw columns' last N epochs.
+function appendCharts(m) {
+  if (!rememberRaw(m)) return;
+  const n = state.window.size;
+  const last = (column) => column.slice(-n);
+  throughput.append(m.t, [meanOf(last(state.raw.in)), meanOf(last(state.raw.out))]);
+  latency.append(m.t, [meanOf(last(state.raw.p50)), maxOf(last(state.raw.p99))]);
+}
+
+function drawCharts() {
+  const { t, in: ingest, out, p50, p99 } = state.raw;
+  const n = state.window.size;
+  throughput.load(t, [rolling(ingest, n), rolling(out, n)]);
+  latency.load(t, [rolling(p50, n), rolling(p99, n, maxOf)]);
+}
+
 function applyEpoch(epoch, m, chart = true) {
   if (state.lastEpoch !== null && epoch <= state.lastEpoch) return;
   state.lastEpoch = epoch;
   state.epochTimes.set(epoch, m.t);
-  const ingest = sumOver(m.ops, config.sources, "output_rate");
-  const egress = sumOver(m.ops, config.sinks, "input_rate");
+  state.window.add(epoch, m);
+  state.lastMetrics = m;
   $("kpi-epoch").textContent = String(epoch);
+  applyFigures(m);
+  broker.apply(m.broker);
+  if (chart) appendCharts(m);
+}
+
+function applyFigures(m) {
+  const recent = state.window.recent();
+  const { ingest, egress, p50, p99 } = windowFigures(recent);
+  document.querySelectorAll("[data-smoothing-epochs]").forEach((el) => { el.textContent = String(state.window.size); });
+  $("smoothing").dataset.over = String(state.window.count);
   $("kpi-batch").textContent = formatMs(m.d);
   const trend = m.growth == null ? "" : m.growth > 0 ? ` ↑${formatRate(m.growth)}/s` : m.growth < 0 ? ` ↓${formatRate(-m.growth)}/s` : " steady";
   $("kpi-backlog").textContent = `${formatRate(m.backlog)}${trend}`;
@@ -162,13 +241,10 @@ function applyEpoch(epoch, m, chart = true) {
   $("kpi-offered").textContent = m.offered == null ? "—" : `${formatRate(m.offered)}/s`;
   $("kpi-in").textContent = `${formatRate(ingest)}/s`;
   $("kpi-out").textContent = `${formatRate(egress)}/s`;
-  $("kpi-p50").textContent = formatMs(m.lat[0]);
-  $("kpi-p99").textContent = formatMs(m.lat[1]);
-  applyOperators(m.ops, m.d, m.bottleneck);
-  broker.apply(m.broker);
-  if (!chart) return;
-  throughput.append(m.t, [ingest, egress]);
-  latency.append(m.t, [m.lat[0], m.lat[1]]);
+  $("kpi-p50").textContent = formatMs(p50);
+  $("kpi-p99").textContent = formatMs(p99);
+  applyOperators(m.ops, m.d, m.bottleneck, recent, m.wm || {});
+  applyWatermarks(m.wm || {});
 }
 
 function setMarkers() {
@@ -192,18 +268,17 @@ async function loadHistory() {
     if (!response.ok) throw new Error(`history: ${response.status}`);
     const s = await response.json();
     s.epoch.forEach((e, i) => state.epochTimes.set(e, s.t[i]));
-    throughput.load(s.t, [s.in, s.out]);
-    latency.load(s.t, [s.p50, s.p99]);
+    state.raw = { t: s.t, in: s.in, out: s.out, p50: s.p50, p99: s.p99 };
   } catch (error) {
     $("live-state").textContent = "history unavailable";
   }
   state.historyLoaded = true;
   for (const [epoch, m] of state.buffered) {
-    throughput.append(m.t, [sumOver(m.ops, config.sources, "output_rate"), sumOver(m.ops, config.sinks, "input_rate")]);
-    latency.append(m.t, [m.lat[0], m.lat[1]]);
+    rememberRaw(m);
     state.epochTimes.set(epoch, m.t);
   }
   state.buffered = [];
+  drawCharts();
   setMarkers();
 }
 
@@ -250,6 +325,8 @@ function onMessage(event) {
     event.reconfigurations.forEach(noteReconfiguration);
     const epochs = event.epochs;  // [epoch, metrics] pairs in the live form
     if (!state.historyLoaded) {
+      // The snapshot's epochs fill the window the figures are shown over; the newest shows.
+      epochs.slice(0, -1).forEach(([epoch, m]) => state.window.add(epoch, m));
       const last = epochs[epochs.length - 1];
       if (last) applyLive(last[0], last[1]);
       loadHistory();
@@ -286,6 +363,12 @@ function applyLive(epoch, m) {
 }
 
 const scaling = setupScaling({ state, refreshSteps, setStatus });
+
+$("smoothing-epochs").addEventListener("change", (event) => {
+  state.window.size = Number(event.target.value);
+  if (state.lastMetrics) applyFigures(state.lastMetrics);
+  if (state.historyLoaded) drawCharts();
+});
 
 document.body.addEventListener("htmx:afterSettle", (event) => {
   if (event.detail.target && event.detail.target.id === "reconfigurations-slot") readPending();

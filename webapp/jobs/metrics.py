@@ -52,6 +52,10 @@ def run_epoch_record(
 
 
 LOAD_OPERATOR_FIELDS = ("instances", "rows_in", "rows_out", "busy_ms", "region", "demand_rate")
+# Kept with the load for the run's pages: a keyed operator's rows per instance and its
+# event-time progress (None for the others).
+KEYED_OPERATOR_FIELDS = ("rows_in_per_instance", "watermark_ms", "max_event_ms",
+                         "watermark_delay_ms", "watermark_lag_ms")
 
 
 def epoch_load(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -62,9 +66,15 @@ def epoch_load(metrics: dict[str, Any]) -> dict[str, Any]:
         "sources": metrics.get("sources") or {},
         "regions": metrics.get("regions") or {},
         "bottleneck": metrics.get("bottleneck"),
-        "operators": {op_id: {name: op.get(name) for name in LOAD_OPERATOR_FIELDS}
+        "operators": {op_id: _load_operator(op)
                       for op_id, op in (metrics.get("operators") or {}).items()},
     }
+
+
+def _load_operator(op: dict[str, Any]) -> dict[str, Any]:
+    kept = {name: op.get(name) for name in LOAD_OPERATOR_FIELDS}
+    kept.update({name: op[name] for name in KEYED_OPERATOR_FIELDS if op.get(name) is not None})
+    return kept
 
 
 def _operator_row(run_id: int, epoch: int, at: datetime, op_id: str, op: dict) -> OperatorEpoch:

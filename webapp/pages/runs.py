@@ -24,6 +24,7 @@ from webapp.reconfigurations.services import (
     reconfiguration_preview,
     reconfiguration_request,
 )
+from webapp.runs import inspection
 from webapp.runs.selectors import run_get
 from webapp.runs.services import MAX_STOP_REASON, run_start, run_stop
 
@@ -46,17 +47,17 @@ def _run_context(run) -> dict:
 def run_detail(request, run_id: int):
     run = _run_or_404(run_id)
     can_operate = request.user.can(Permission.OPERATE_RUNS)
+    incidents = _incidents(run)
     context = {
         **_run_context(run),
-        **_incidents(run),
-        "job": run.job,
+        **incidents,
+        **_views_context(run, "overview", incidents),
         "config": selectors.run_page_config(run=run, can_operate=can_operate),
         "reconfigurations": selectors.run_reconfigurations(run=run),
         "bounds": selectors.policy_bounds(run=run),
         "request_id": uuid.uuid4().hex,
         "reason_max": MAX_REASON,
         "stop_reason_max": MAX_STOP_REASON,
-        "nav": "jobs",
     }
     return render(request, "pages/run_detail.html", context)
 
@@ -64,6 +65,50 @@ def run_detail(request, run_id: int):
 def _incidents(run) -> dict:
     return {"failure": selectors.run_failure(run=run),
             "restarts": selectors.run_restarts(run=run)}
+
+
+def _views_context(run, view: str, incidents: dict) -> dict:
+    """What the run's views share: the run, its job, the tabs between the views (one per
+    keyed operator's instances) and how many failures and restarts the run had."""
+    return {"run": run, "job": run.job, "nav": "jobs", "view": view,
+            "keyed": inspection.run_keyed_operators(run=run),
+            "exception_count": len(incidents["restarts"]) + (1 if incidents["failure"] else 0)}
+
+
+@page_requires(Permission.READ)
+@require_GET
+def run_epochs(request, run_id: int):
+    """The run's epochs, newest first, a page at a time (``?before=<epoch>``)."""
+    run = _run_or_404(run_id)
+    before = request.GET.get("before", "")
+    page = inspection.run_epochs_page(run=run, before=int(before) if before.isdigit() else None)
+    return render(request, "pages/run_epochs.html",
+                  {**_views_context(run, "epochs", _incidents(run)), "page": page})
+
+
+@page_requires(Permission.READ)
+@require_GET
+def run_instances(request, run_id: int, operator_id: str):
+    """The instances of one keyed operator over its recent epochs."""
+    run = _run_or_404(run_id)
+    try:
+        found = inspection.operator_instances(run=run, operator_id=operator_id)
+    except NotFound as error:
+        raise Http404(str(error)) from None
+    return render(request, "pages/run_instances.html", {
+        **_views_context(run, f"instances:{operator_id}", _incidents(run)), "found": found})
+
+
+@page_requires(Permission.READ)
+@require_GET
+def run_exceptions(request, run_id: int):
+    """The run's failure and restarts (each cause in one line, the driver's last output behind
+    a disclosure) and the changes the engine refused or that failed."""
+    run = _run_or_404(run_id)
+    incidents = _incidents(run)
+    return render(request, "pages/run_exceptions.html", {
+        **_run_context(run), **incidents, **_views_context(run, "exceptions", incidents),
+        "refused": inspection.run_refused_changes(run=run)})
 
 
 @page_requires(Permission.READ)

@@ -13,10 +13,15 @@ from webapp.audit.models import AuditEntry
 from webapp.audit.selectors import AuditFilter, audit_entries_narrowed
 from webapp.jobs.models import OperatorEpoch, Reconfiguration, Run
 from webapp.runs.broker import run_broker_sources
-from webapp.runs.selectors import reconfiguration_as_json
+from webapp.runs.inspection import run_keyed_operators
+from webapp.runs.selectors import SNAPSHOT_EPOCHS, reconfiguration_as_json
 from webapp.runs.services import failure_parts, first_line
 
 SERIES_LIMIT = 3600  # an hour of 1-second epochs
+# The run page shows rates, ETP and latency over a window of epochs: per epoch, a windowed
+# job's sinks get rows only when a window closes. The longest choice fits the snapshot.
+SMOOTHING_CHOICES = (10, 30, SNAPSHOT_EPOCHS)
+SMOOTHING_EPOCHS = 30
 
 
 def dag_endpoints(document: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -61,6 +66,9 @@ def run_page_config(*, run: Run, can_operate: bool) -> dict[str, Any]:
         "sinks": sinks,
         "broker": run_broker_sources(run_id=run.pk, document=document),
         "can_operate": can_operate,
+        "keyed": [op["id"] for op in run_keyed_operators(run=run)],
+        "smoothing_epochs": SMOOTHING_EPOCHS,
+        "smoothing_choices": list(SMOOTHING_CHOICES),
         "ws": f"/ws/runs/{run.pk}/",
         "series": f"/runs/{run.pk}/series.json",
     }

@@ -36,7 +36,9 @@ def run_epoch_publish(*, run_id: int, metrics: dict[str, Any]) -> None:
 
 
 def live_metrics(metrics: dict[str, Any], *, at: float) -> dict[str, Any]:
-    """The compact form of an epoch for the wire: rounded numbers, no per-instance lists."""
+    """The compact form of an epoch for the wire: rounded numbers, no per-instance lists;
+    ``wm`` holds each keyed operator's ``[watermark, behind the clock, behind the newest
+    event]`` in ms."""
     latency = metrics.get("latency_ms") or {}
     sources = (metrics.get("sources") or {}).values()
     regions = metrics.get("regions") or {}
@@ -50,6 +52,10 @@ def live_metrics(metrics: dict[str, Any], *, at: float) -> dict[str, Any]:
         "lat": [_r(latency.get("p50")), _r(latency.get("p99")), _r(latency.get("max"))],
         "ops": {op_id: _compact(op, regions.get(op.get("region") or ""))
                 for op_id, op in (metrics.get("operators") or {}).items()},
+        "wm": {op_id: [_r(op.get("watermark_ms"), 0), _r(op.get("watermark_delay_ms"), 0),
+                       _r(op.get("watermark_lag_ms"), 0)]
+               for op_id, op in (metrics.get("operators") or {}).items()
+               if op.get("watermark_delay_ms") is not None},
         "broker": {op_id: {"lag": s.get("lag") or {}, "dl": s.get("dead_letters") or 0,
                            "sample": s.get("dead_letter_sample")}
                    for op_id, s in (metrics.get("broker_sources") or {}).items()},

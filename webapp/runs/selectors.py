@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from webapp.errors import NotFound
+from webapp.jobs.metrics import KEYED_OPERATOR_FIELDS
 from webapp.jobs.models import Job, OperatorEpoch, Reconfiguration, Run, RunEpoch
 
 
@@ -87,6 +88,8 @@ def epoch_as_json(epoch: RunEpoch, operators: list[OperatorEpoch]) -> dict[str, 
                 "congested": o.congested, "etp": o.etp,
                 "region": (measured.get(o.operator_id) or {}).get("region"),
                 "demand_rate": (measured.get(o.operator_id) or {}).get("demand_rate"),
+                **{name: (measured.get(o.operator_id) or {}).get(name)
+                   for name in KEYED_OPERATOR_FIELDS},
             }
             for o in operators
         },
@@ -126,7 +129,11 @@ def reconfiguration_as_json(r: Reconfiguration) -> dict[str, Any]:
     }
 
 
-def run_snapshot(*, run_id: int, epochs: int = 30) -> dict[str, Any]:
+# Recent epochs a live page starts from: enough for its longest window of smoothed figures.
+SNAPSHOT_EPOCHS = 60
+
+
+def run_snapshot(*, run_id: int, epochs: int = SNAPSHOT_EPOCHS) -> dict[str, Any]:
     """What a live page starts from: the run, its recent epochs in the compact live form
     (`[epoch, metrics]` pairs, as `run.epoch` events carry them) and its reconfigurations."""
     from webapp.runs.live import live_metrics

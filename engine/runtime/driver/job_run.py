@@ -35,7 +35,7 @@ from engine.runtime.control.run_config import (
     running_plan,
 )
 from engine.runtime.driver.epoch_log import EpochLog
-from engine.runtime.driver.metrics import epoch_metrics
+from engine.runtime.driver.metrics import epoch_metrics, stage_max_event_us
 from engine.runtime.io.broker.lag import broker_lags, broker_report
 from engine.runtime.io.epoch_clock import POLL_MS, Waker
 from engine.runtime.io.sinks import build_sink
@@ -304,6 +304,7 @@ class JobRun:
             {**self._source_figures(epoch, ranges, batch, interval_ms or batch_ms),
              **self._broker_figures(lags, result, interval_ms or batch_ms)},
             self._clock,
+            watermarks=plan["watermarks"],
         )
         metrics.update(broker_report(lags, result.dead_letters))
         # The epoch is committed: its acks can say when the change took effect.
@@ -465,25 +466,13 @@ def _outcome(result: EpochResult, key_groups: int) -> dict[str, Any]:
     max_event: dict[str, int | None] = {}
     kg_rows: dict[str, list[int]] = {}
     for op_id, reports in result.stage_reports.items():
-        max_event[op_id] = _max_event(reports)
+        max_event[op_id] = stage_max_event_us(reports)
         loads = [0] * key_groups
         for report in reports:
             for kg, rows in (report.get("kg_rows") or {}).items():
                 loads[int(kg)] += rows
         kg_rows[op_id] = loads
     return {"max_event_us": max_event, "kg_rows": kg_rows}
-
-
-def _max_event(reports: list[dict[str, Any]]) -> int | None:
-    """The epoch's latest event time of a stage, which its watermark follows. A join
-    takes the earlier of its two sides' latest times, so rows of the slower side are not
-    made late by the faster one (Spark's default ``min`` policy for several inputs)."""
-    sides = [r["max_event_sides"] for r in reports if r.get("max_event_sides")]
-    if sides:
-        latest = [[s[i] for s in sides if s[i] is not None] for i in (0, 1)]
-        return min(max(latest[0]), max(latest[1])) if all(latest) else None
-    events = [r["max_event_us"] for r in reports if r.get("max_event_us") is not None]
-    return max(events) if events else None
 
 
 def _run_info(options: RunOptions) -> dict[str, Any]:

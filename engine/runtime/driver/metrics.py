@@ -9,6 +9,8 @@ Shape of one epoch's metrics::
      "operators": {op_id: {"instances", "rows_in", "rows_out", "busy_ms", "region",
                            "input_rate", "processing_rate", "output_rate",
                            "demand_rate", "congested", "etp"}},
+     keyed operators also: {"rows_in_per_instance", "watermark_ms", "max_event_ms",
+                            "watermark_delay_ms", "watermark_lag_ms"},
      "regions": {region_id: {"operators", "leader", "instances", "rows_in", "busy_ms",
                              "processing_rate", "demand_rate", "congested", "etp"}},
      "bottleneck": unit id or None}
@@ -21,6 +23,13 @@ Rates are rows per second over the epoch's interval (wall time between epoch sta
 ``processing_rate`` is DS2's true rate, rows per *busy* second summed over instances.
 ``demand_rate`` is the rate the sources' offered load asks of the operator (see
 ``engine.policies.load``); ``congested`` and ``etp`` are judged against it.
+
+A keyed operator's event-time progress explains why its sinks may get nothing for a while (a
+window emits once the watermark passes its end): ``watermark_ms`` is the watermark the epoch
+ran with (event time, Unix ms; None before the first rows), ``max_event_ms`` the newest event
+time among the epoch's rows, ``watermark_delay_ms`` how far the watermark is behind the
+driver's wall clock at the epoch's end, ``watermark_lag_ms`` how far it is behind the newest
+event seen (the operator's watermark delay, once rows flow).
 """
 
 from __future__ import annotations
@@ -28,6 +37,8 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 from engine.dag import JobGraph
@@ -47,13 +58,21 @@ def epoch_metrics(
     interval_ms: float,
     sources: dict[str, dict[str, Any]],
     clock: StageClock | None = None,
+    *,
+    watermarks: Mapping[str, int | None] | None = None,
+    ended_ms: float | None = None,
 ) -> dict[str, Any]:
-    """The metrics dict of one epoch."""
+    """The metrics dict of one epoch; ``watermarks`` (event-time micros per keyed operator)
+    are those the epoch ran with, ``ended_ms`` the wall clock at its end (default: now)."""
     operators: dict[str, dict[str, Any]] = {}
+    ended_ms = time.time() * 1000.0 if ended_ms is None else ended_ms
     for op_id in graph.topological_order():
         rows_in = _rows_in(graph, op_id, operators)
         if op_id in result.stage_reports:
-            operators[op_id] = _keyed(result.stage_reports[op_id], config[op_id].parallelism)
+            reports = result.stage_reports[op_id]
+            operators[op_id] = _keyed(reports, config[op_id].parallelism)
+            operators[op_id].update(event_time_progress(
+                (watermarks or {}).get(op_id), stage_max_event_us(reports), ended_ms))
         else:
             rows_out = result.sink_rows.get(op_id, result.rows_out.get(op_id))
             if rows_out is None or rows_out < 0:
@@ -88,6 +107,34 @@ def epoch_metrics(
     return metrics
 
 
+def event_time_progress(
+    watermark_us: int | None, max_event_us: int | None, ended_ms: float
+) -> dict[str, float | None]:
+    """A keyed operator's watermark, newest event and how far the watermark is behind the
+    wall clock and behind that event, in milliseconds."""
+    watermark = None if watermark_us is None else watermark_us / 1000.0
+    newest = None if max_event_us is None else max_event_us / 1000.0
+    return {
+        "watermark_ms": None if watermark is None else round(watermark, 1),
+        "max_event_ms": None if newest is None else round(newest, 1),
+        "watermark_delay_ms": None if watermark is None else round(ended_ms - watermark, 1),
+        "watermark_lag_ms": (None if watermark is None or newest is None
+                             else round(max(0.0, newest - watermark), 1)),
+    }
+
+
+def stage_max_event_us(reports: list[dict[str, Any]]) -> int | None:
+    """The epoch's latest event time of a stage, which its watermark follows. A join
+    takes the earlier of its two sides' latest times, so rows of the slower side are not
+    made late by the faster one (Spark's default ``min`` policy for several inputs)."""
+    sides = [r["max_event_sides"] for r in reports if r.get("max_event_sides")]
+    if sides:
+        latest = [[s[i] for s in sides if s[i] is not None] for i in (0, 1)]
+        return min(max(latest[0]), max(latest[1])) if all(latest) else None
+    events = [r["max_event_us"] for r in reports if r.get("max_event_us") is not None]
+    return max(events) if events else None
+
+
 def _rows_in(graph: JobGraph, op_id: str, operators: dict[str, dict[str, Any]]) -> int | None:
     parents = graph.parents(op_id)
     if not parents:
@@ -97,15 +144,18 @@ def _rows_in(graph: JobGraph, op_id: str, operators: dict[str, dict[str, Any]]) 
 
 def _keyed(reports: list[dict[str, Any]], parallelism: int) -> dict[str, Any]:
     busy = [0.0] * parallelism
+    rows = [0] * parallelism
     for report in reports:
         if report["instance"] < parallelism:
             busy[report["instance"]] = round(report["busy_ms"], 1)
+            rows[report["instance"]] += report["rows_in"]
     capacity = sum(r["rows_in"] / (r["busy_ms"] / 1000.0) for r in reports if r["busy_ms"] > 0)
     return {
         "instances": parallelism,
         "rows_in": sum(r["rows_in"] for r in reports),
         "rows_out": sum(r["rows_out"] for r in reports),
         "busy_ms": busy,
+        "rows_in_per_instance": rows,
         "processing_rate": round(capacity, 1),
         "region": None,
         "state_bytes_written": sum(r["bytes_written"] for r in reports),

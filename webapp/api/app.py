@@ -1,0 +1,37 @@
+"""The JSON API under /api/: one NinjaAPI with the jobs and runs routers, the body parser with
+its limits, and the error handlers that answer every error as {error, problems}. Its OpenAPI
+document, generated from the routers' models, is served at /api/schema."""
+
+from __future__ import annotations
+
+from django.urls import register_converter
+from ninja import NinjaAPI
+
+from webapp.api import runs, views
+from webapp.api.http import EXCEPTION_HANDLERS, ApiIdConverter, BoundedJsonParser, only_get
+
+register_converter(ApiIdConverter, "id")
+
+
+class StreamscaleApi(NinjaAPI):
+    def get_openapi_schema(self, *, path_prefix=None, path_params=None):
+        """The generated document, without the HEAD twin of each GET (answered as the GET)."""
+        document = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        for operations in document["paths"].values():
+            operations.pop("head", None)
+        return document
+
+
+api = StreamscaleApi(
+    title="streamscale API", version="1",
+    description="Jobs, runs and reconfigurations of elastic stateful stream jobs. "
+                "Authenticate with `Authorization: Bearer <token>` or a signed-in session "
+                "(writes then need the X-CSRFToken header). Every error answers "
+                "{error, problems}, each problem {where, message}.",
+    openapi_url="/schema", docs_url=None, docs_decorator=only_get,
+    parser=BoundedJsonParser(), urls_namespace="api",
+)
+for exception, handler in EXCEPTION_HANDLERS:
+    api.add_exception_handler(exception, handler)
+api.add_router("", views.router)
+api.add_router("", runs.router)

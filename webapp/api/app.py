@@ -13,16 +13,7 @@ from webapp.api.http import EXCEPTION_HANDLERS, ApiIdConverter, BoundedJsonParse
 register_converter(ApiIdConverter, "id")
 
 
-class StreamscaleApi(NinjaAPI):
-    def get_openapi_schema(self, *, path_prefix=None, path_params=None):
-        """The generated document, without the HEAD twin of each GET (answered as the GET)."""
-        document = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
-        for operations in document["paths"].values():
-            operations.pop("head", None)
-        return document
-
-
-api = StreamscaleApi(
+api = NinjaAPI(
     title="streamscale API", version="1",
     description="Jobs, runs and reconfigurations of elastic stateful stream jobs. "
                 "Authenticate with `Authorization: Bearer <token>` or a signed-in session "

@@ -4,8 +4,9 @@ from webapp.api.app import api
 from webapp.api.http import not_found
 
 urlpatterns = [
-    path("", include("webapp.pages.urls")),
+    # The API first: its reads are the hot path, and no page's URL starts with api/.
     re_path(r"^api/$", not_found),  # before the API's root, which is only for reverse()
     path("api/", api.urls),
     re_path(r"^api(/|$)", not_found, name="api-not-found"),
+    path("", include("webapp.pages.urls")),
 ]

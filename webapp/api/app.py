@@ -24,5 +24,5 @@ api = NinjaAPI(
 )
 for exception, handler in EXCEPTION_HANDLERS:
     api.add_exception_handler(exception, handler)
+api.add_router("", runs.router)  # GET /api/runs/{id}, the hottest read, is matched first
 api.add_router("", views.router)
-api.add_router("", runs.router)

@@ -41,6 +41,14 @@ OptionalRunStart = Annotated[RunStartIn | None, Body(None)]
 OptionalRunStop = Annotated[RunStopIn | None, Body(None)]
 
 
+@router.get("/runs/{id:id}", response=answers(200, RunOut, 404),
+            summary="status, epoch, parallelism and latest metrics",
+            auth=requires(Permission.READ))
+def run_detail(request: HttpRequest, id: PathId):
+    # A hot read: answered as the selector writes it, its model checked by the tests.
+    return JsonResponse(selectors.run_as_json(selectors.run_get(run_id=id)))
+
+
 @router.get("/jobs/{id:id}/runs", response=answers(200, RunListOut, 400, 404),
             summary="the job's runs, newest first, one page", auth=requires(Permission.READ))
 def run_list(request: HttpRequest, id: PathId, paging: Query[PageQuery]):
@@ -55,14 +63,6 @@ def run_start_view(request: HttpRequest, id: PathId, body: OptionalRunStart = No
     run = run_start(job_id=id, version=body.version if body else None, actor=request.user,
                     trigger=trigger_of(request))
     return Status(202, {"run_id": run.pk, "status": run.status})
-
-
-@router.get("/runs/{id:id}", response=answers(200, RunOut, 404),
-            summary="status, epoch, parallelism and latest metrics",
-            auth=requires(Permission.READ))
-def run_detail(request: HttpRequest, id: PathId):
-    # A hot read: answered as the selector writes it, its model checked by the tests.
-    return JsonResponse(selectors.run_as_json(selectors.run_get(run_id=id)))
 
 
 @router.post("/runs/{id:id}/stop", response=answers(202, RunAcceptedOut, 400, 404, 409, 413),

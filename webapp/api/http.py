@@ -1,4 +1,5 @@
-"""JSON in and out for the API views, and the translation of service errors to answers."""
+"""JSON in and out for the API: the body parser with its limits, every error answered as
+``{"error", "problems"}``, JSON 405s and 404s, and the path id converter."""
 
 from __future__ import annotations
 
@@ -8,14 +9,19 @@ from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
+from ninja import Router
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.operation import PathView
+from ninja.parser import Parser
 
 from webapp.errors import ServiceError
 from webapp.jobs.models import Trigger
+from webapp.reconfigurations.requests import SUPPORTED as RECONFIGURATION_KINDS
+from webapp.validation import problems_of, refusal
 
 MAX_BODY_BYTES = 1_000_000
 MAX_JSON_DEPTH = 32
-MAX_STRING = 1000
-MAX_INT = 2**63 - 1
+RETRY_AFTER_S = 5
 
 
 class BadBody(ServiceError):
@@ -26,9 +32,19 @@ class BodyTooLarge(ServiceError):
     status = 413
 
 
+class Forbidden(ServiceError):
+    status = 403
+
+
+class BoundedJsonParser(Parser):
+    """The body as a JSON object, or BadBody naming what is wrong: at most MAX_BODY_BYTES,
+    nested at most MAX_JSON_DEPTH deep, no NaN/Infinity, no NUL characters."""
+
+    def parse_body(self, request: HttpRequest) -> dict[str, Any]:
+        return json_body(request)
+
+
 def json_body(request: HttpRequest) -> dict[str, Any]:
-    """The request body as a JSON object, or BadBody naming what is wrong: at most
-    MAX_BODY_BYTES, nested at most MAX_JSON_DEPTH deep, no NaN/Infinity, no NUL characters."""
     raw = _raw_body(request)
     depth = json_depth(raw)
     if depth > MAX_JSON_DEPTH:
@@ -45,19 +61,29 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
 
 
 def _raw_body(request: HttpRequest) -> bytes:
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    if length > MAX_BODY_BYTES:
-        raise BodyTooLarge(f"the body is {length} bytes, at most {MAX_BODY_BYTES} are allowed")
+    if _declared_length(request) > MAX_BODY_BYTES:
+        raise too_large(request)
     try:
         raw = request.body
     except RequestDataTooBig:
-        raise BodyTooLarge(f"the body is over {MAX_BODY_BYTES} bytes") from None
+        raise too_large(request) from None
     if len(raw) > MAX_BODY_BYTES:
         raise BodyTooLarge(f"the body is over {MAX_BODY_BYTES} bytes")
     return raw
+
+
+def _declared_length(request: HttpRequest) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
+
+
+def too_large(request: HttpRequest) -> BodyTooLarge:
+    length = _declared_length(request)
+    if length > MAX_BODY_BYTES:
+        return BodyTooLarge(f"the body is {length} bytes, at most {MAX_BODY_BYTES} are allowed")
+    return BodyTooLarge(f"the body is over {MAX_BODY_BYTES} bytes")
 
 
 def json_depth(raw: bytes) -> int:
@@ -96,79 +122,113 @@ def _has_nul(value: Any) -> bool:
     return False
 
 
-def field(body: dict[str, Any], name: str, kind: type, *, required: bool = True, default=None,
-          max_length: int = MAX_STRING):
-    """One field of a body, checked for presence, type and size; the error names the field."""
-    if name not in body:
-        if required:
-            raise BadBody(f"field {name!r} is required", problems=[_p(name, "is required")])
-        return default
-    value = body[name]
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise BadBody(
-            f"field {name!r} must be {kind.__name__}",
-            problems=[_p(name, f"must be {kind.__name__}")],
-        )
-    if kind is str and len(value) > max_length:
-        message = f"must be at most {max_length} characters"
-        raise BadBody(f"field {name!r} {message}", problems=[_p(name, message)])
-    if kind is int and not 0 <= value <= MAX_INT:
-        message = f"must be from 0 to {MAX_INT}"
-        raise BadBody(f"field {name!r} {message}", problems=[_p(name, message)])
-    return value
-
-
-def _p(name: str, message: str) -> dict[str, str]:
-    return {"where": f"field {name}", "message": message}
-
-
 def trigger_of(request: HttpRequest) -> str:
     return Trigger.API_TOKEN if getattr(request, "auth_via_token", False) else Trigger.USER
 
 
-def service_errors(view):
-    """Answer a ServiceError with its status, message and problems."""
+# --- errors ---
 
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        try:
-            return view(request, *args, **kwargs)
-        except ServiceError as error:
-            response = JsonResponse(
-                {"error": str(error), "problems": error.problems}, status=error.status
-            )
-            if error.status == 503:
-                response["Retry-After"] = "5"
-            return response
 
-    return wrapper
+def error_answer(error: ServiceError) -> JsonResponse:
+    response = JsonResponse({"error": str(error), "problems": error.problems},
+                            status=error.status)
+    if error.status == 503:
+        response["Retry-After"] = str(RETRY_AFTER_S)
+    return response
+
+
+def _message_answer(message: str, status: int) -> JsonResponse:
+    return JsonResponse({"error": message, "problems": [{"where": "request", "message": message}]},
+                        status=status)
+
+
+def service_error(request: HttpRequest, error: ServiceError) -> JsonResponse:
+    return error_answer(error)
+
+
+def validation_error(request: HttpRequest, error: ValidationError) -> JsonResponse:
+    """Ninja's validation errors (422 by default) answered as the API always did: 400 with
+    one problem per field."""
+    return error_answer(refusal(problems_of(error.errors, tags=RECONFIGURATION_KINDS)))
+
+
+def http_error(request: HttpRequest, error: HttpError) -> JsonResponse:
+    if isinstance(error, AuthenticationError):
+        return _message_answer("authentication required", 401)
+    if isinstance(error.__cause__, ServiceError):  # the body parser's refusal, as raised
+        return error_answer(error.__cause__)
+    return _message_answer(str(error), error.status_code)
+
+
+def body_too_large(request: HttpRequest, error: RequestDataTooBig) -> JsonResponse:
+    return error_answer(too_large(request))
+
+
+def unexpected_error(request: HttpRequest, error: Exception):
+    """Left to Django's handlers and middleware (a Redis outage is a 503 there), as for any
+    view: never a traceback in an answer."""
+    raise error
+
+
+EXCEPTION_HANDLERS = [
+    (ServiceError, service_error), (ValidationError, validation_error),
+    (HttpError, http_error), (RequestDataTooBig, body_too_large), (Exception, unexpected_error),
+]
+
+
+# --- methods and paths ---
 
 
 def method_not_allowed(allowed: list[str]) -> JsonResponse:
-    response = JsonResponse({"error": f"use {' or '.join(allowed)}"}, status=405)
+    response = _message_answer(f"use {' or '.join(allowed)}", 405)
     response["Allow"] = ", ".join(allowed)
     return response
 
 
-def allow(*methods: str):
-    """Answer 405 (JSON, with Allow) to any other method, TRACE included; GET allows HEAD."""
-    allowed = [*methods, "HEAD"] if "GET" in methods and "HEAD" not in methods else list(methods)
+def only_get(view):
+    """A plain view (the OpenAPI document's) that answers GET and HEAD, others a JSON 405."""
 
-    def decorate(view):
-        @wraps(view)
-        def wrapper(request, *args, **kwargs):
-            if request.method not in allowed:
-                return method_not_allowed(allowed)
-            return view(request, *args, **kwargs)
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs):
+        if request.method not in ("GET", "HEAD"):
+            return method_not_allowed(["GET", "HEAD"])
+        return view(request, *args, **kwargs)
 
-        return wrapper
+    return wrapper
 
-    return decorate
+
+class JsonPathView(PathView):
+    """One path's operations: HEAD answered as GET, and any other method a JSON 405 with
+    Allow (TRACE included)."""
+
+    def _find_operation(self, request: HttpRequest):
+        method = "GET" if request.method == "HEAD" else request.method
+        return next((op for op in self.operations if method in op.methods), None)
+
+    def _not_allowed(self) -> JsonResponse:
+        allowed = [m for op in self.operations for m in op.methods]
+        if "GET" in allowed:
+            allowed.insert(allowed.index("GET") + 1, "HEAD")
+        return method_not_allowed(allowed)
+
+    def clone(self) -> JsonPathView:
+        cloned = JsonPathView()
+        cloned.is_async, cloned.url_name = self.is_async, self.url_name
+        cloned.operations = [op.clone() for op in self.operations]
+        return cloned
+
+
+class ApiRouter(Router):
+    """A ninja Router whose paths answer wrong methods as the API does (JsonPathView)."""
+
+    def add_api_operation(self, path: str, methods: list[str], view_func, **kwargs) -> None:
+        self.path_operations.setdefault(path, JsonPathView())
+        super().add_api_operation(path, methods, view_func, **kwargs)
 
 
 def not_found(request, *args, **kwargs) -> JsonResponse:
     """Every unknown /api/ path: a JSON 404."""
-    return JsonResponse({"error": f"there is no API endpoint {request.path!r}"}, status=404)
+    return _message_answer(f"there is no API endpoint {request.path!r}", 404)
 
 
 class ApiIdConverter:
@@ -186,9 +246,8 @@ class ApiIdConverter:
 def csrf_failure(request, reason: str = ""):
     """CSRF refusals as JSON for the API (a session-authenticated write without the token)."""
     if request.path.startswith("/api/"):
-        return JsonResponse(
-            {"error": f"CSRF check failed ({reason}): send the X-CSRFToken header, or use a "
-                      "Bearer token"}, status=403)
+        return _message_answer(f"CSRF check failed ({reason}): send the X-CSRFToken header, or "
+                               "use a Bearer token", 403)
     from django.views.csrf import csrf_failure as default
 
     return default(request, reason=reason)

@@ -10,34 +10,23 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db.models import QuerySet
-from django.http import HttpRequest
-
-from webapp.api.http import BadBody
+from ninja import Schema
+from pydantic import Field
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
+MAX_PAGE = (2**63 - 1) // MAX_PAGE_SIZE  # so that the row offset fits PostgreSQL's bigint
 
 
-def query_int(request: HttpRequest, name: str, *, default: int, low: int, high: int) -> int:
-    """A whole-number query parameter within [low, high]; BadBody names it otherwise."""
-    raw = request.GET.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = None
-    if value is None or not low <= value <= high:
-        limit = f"from {low} to {high}" if high < 2**62 else f"at least {low}"
-        raise BadBody(f"{name} must be a whole number {limit}, not {raw!r}",
-                      problems=[{"where": name, "message": f"must be a whole number {limit}"}])
-    return value
+class PageQuery(Schema):
+    page: int = Field(1, ge=1, le=MAX_PAGE, description="from 1")
+    page_size: int = Field(DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
 
 
-def page_of(request: HttpRequest, rows: QuerySet, as_json: Callable[[Any], dict]) -> dict:
-    """One page of an ordered queryset: {"items": [...], "page": {number, size, next}}."""
-    number = query_int(request, "page", default=1, low=1, high=2**63)
-    size = query_int(request, "page_size", default=DEFAULT_PAGE_SIZE, low=1, high=MAX_PAGE_SIZE)
+def page_of(rows: QuerySet, as_json: Callable[[Any], dict], query: PageQuery) -> dict:
+    """One page of an ordered queryset: {"items": [...], "page": {number, size, next}}; next
+    is null on the last page."""
+    number, size = query.page, query.page_size
     start = (number - 1) * size
     found = list(rows[start:start + size + 1])
     has_next = len(found) > size

@@ -2,147 +2,136 @@
 
 from __future__ import annotations
 
-from django.http import JsonResponse
+from typing import Annotated
 
-from webapp.accounts.access import api_requires
+from django.http import HttpRequest, JsonResponse
+from ninja import Body, Query
+from ninja.responses import Status
+
 from webapp.accounts.roles import Permission
-from webapp.api.http import (
-    allow,
-    field,
-    json_body,
-    method_not_allowed,
-    service_errors,
-    trigger_of,
+from webapp.api.auth import requires
+from webapp.api.http import ApiRouter, trigger_of
+from webapp.api.paging import MAX_PAGE_SIZE, PageQuery, page_of
+from webapp.api.schema import (
+    MAX_ID,
+    AutoscaleIn,
+    AutoscaleOut,
+    MetricsOut,
+    PathId,
+    PreviewOut,
+    ReconfigurationAcceptedOut,
+    ReconfigurationListOut,
+    ReconfigurationOut,
+    RunAcceptedOut,
+    RunListOut,
+    RunOut,
+    RunStartIn,
+    RunStopIn,
+    answers,
 )
-from webapp.api.paging import MAX_PAGE_SIZE, page_of, query_int
 from webapp.autoscaling.services import autoscale_configure
+from webapp.reconfigurations.requests import ReconfigurationBody
 from webapp.reconfigurations.services import reconfiguration_preview, reconfiguration_request
 from webapp.runs import selectors
 from webapp.runs.services import run_start, run_stop
 
+router = ApiRouter(tags=["runs"])
 
-@service_errors
-def job_runs(request, job_id: int):
-    if request.method == "POST":
-        return _run_start(request, job_id)
-    if request.method == "GET":
-        return _run_list(request, job_id)
-    return method_not_allowed(["GET", "POST"])
+OptionalRunStart = Annotated[RunStartIn | None, Body(None)]
+OptionalRunStop = Annotated[RunStopIn | None, Body(None)]
 
 
-@api_requires(Permission.READ)
-@service_errors
-def _run_list(request, job_id: int):
-    page = page_of(request, selectors.job_runs(job_id=job_id), selectors.run_summary_as_json)
-    return JsonResponse({"job": job_id, "runs": page["items"], "page": page["page"]})
+@router.get("/runs/{id:id}", response=answers(200, RunOut, 404),
+            summary="status, epoch, parallelism and latest metrics",
+            auth=requires(Permission.READ))
+def run_detail(request: HttpRequest, id: PathId):
+    # A hot read: answered as the selector writes it, its model checked by the tests.
+    return JsonResponse(selectors.run_as_json(selectors.run_get(run_id=id)))
 
 
-@api_requires(Permission.OPERATE_RUNS)
-@service_errors
-def _run_start(request, job_id: int):
-    body = json_body(request) if request.body else {}
-    run = run_start(
-        job_id=job_id,
-        version=field(body, "version", int, required=False),
-        actor=request.user,
-        trigger=trigger_of(request),
-    )
-    return JsonResponse({"run_id": run.pk, "status": run.status}, status=202)
+@router.get("/jobs/{id:id}/runs", response=answers(200, RunListOut, 400, 404),
+            summary="the job's runs, newest first, one page", auth=requires(Permission.READ))
+def run_list(request: HttpRequest, id: PathId, paging: Query[PageQuery]):
+    page = page_of(selectors.job_runs(job_id=id), selectors.run_summary_as_json, paging)
+    return {"job": id, "runs": page["items"], "page": page["page"]}
 
 
-@allow("GET")
-@api_requires(Permission.READ)
-@service_errors
-def run_detail(request, run_id: int):
-    return JsonResponse(selectors.run_as_json(selectors.run_get(run_id=run_id)))
+@router.post("/jobs/{id:id}/runs", response=answers(202, RunAcceptedOut, 400, 404, 409, 413),
+             summary="start a run of a version {version?} (the latest by default)",
+             auth=requires(Permission.OPERATE_RUNS))
+def run_start_view(request: HttpRequest, id: PathId, body: OptionalRunStart = None):
+    run = run_start(job_id=id, version=body.version if body else None, actor=request.user,
+                    trigger=trigger_of(request))
+    return Status(202, {"run_id": run.pk, "status": run.status})
 
 
-@api_requires(Permission.OPERATE_RUNS)
-@service_errors
-def run_stop_view(request, run_id: int):
-    if request.method != "POST":
-        return method_not_allowed(["POST"])
-    body = json_body(request) if request.body else {}
-    run = run_stop(
-        run_id=run_id,
-        actor=request.user,
-        trigger=trigger_of(request),
-        reason=field(body, "reason", str, required=False, default=""),
-    )
-    return JsonResponse({"run_id": run.pk, "status": run.status}, status=202)
+@router.post("/runs/{id:id}/stop", response=answers(202, RunAcceptedOut, 400, 404, 409, 413),
+             summary="stop the run after its current epoch {reason?}",
+             auth=requires(Permission.OPERATE_RUNS))
+def run_stop_view(request: HttpRequest, id: PathId, body: OptionalRunStop = None):
+    run = run_stop(run_id=id, actor=request.user, trigger=trigger_of(request),
+                   reason=body.reason if body else "")
+    return Status(202, {"run_id": run.pk, "status": run.status})
 
 
-@service_errors
-def run_reconfigurations(request, run_id: int):
-    if request.method == "POST":
-        return _reconfigure(request, run_id)
-    if request.method == "GET":
-        return _reconfiguration_list(request, run_id)
-    return method_not_allowed(["GET", "POST"])
-
-
-@api_requires(Permission.OPERATE_RUNS)
-@service_errors
-def _reconfigure(request, run_id: int):
+@router.post("/runs/{id:id}/reconfigurations",
+             response=answers(202, ReconfigurationAcceptedOut, 400, 404, 409, 413),
+             summary="request a reconfiguration; a repeated request_id is answered with the "
+                     "first one", auth=requires(Permission.OPERATE_RUNS))
+def reconfigure(request: HttpRequest, id: PathId, body: ReconfigurationBody):
     reconfiguration, created = reconfiguration_request(
-        run_id=run_id, body=json_body(request), actor=request.user, trigger=trigger_of(request)
-    )
-    return JsonResponse(
-        {"id": reconfiguration.pk, "status": reconfiguration.status, "created": created}, status=202
-    )
+        run_id=id, body=body, actor=request.user, trigger=trigger_of(request))
+    return Status(202, {"id": reconfiguration.pk, "status": reconfiguration.status,
+                        "created": created})
 
 
-@api_requires(Permission.READ)
-@service_errors
-def _reconfiguration_list(request, run_id: int):
-    run = selectors.run_get(run_id=run_id)
-    page = page_of(request, run.reconfigurations.select_related("actor").order_by("-id"),
-                   selectors.reconfiguration_as_json)
-    return JsonResponse({"run": run.pk, "reconfigurations": page["items"], "page": page["page"]})
+@router.get("/runs/{id:id}/reconfigurations", response=answers(200, ReconfigurationListOut,
+                                                                400, 404),
+            summary="the run's reconfigurations, newest first, one page",
+            auth=requires(Permission.READ))
+def reconfiguration_list(request: HttpRequest, id: PathId, paging: Query[PageQuery]):
+    run = selectors.run_get(run_id=id)
+    page = page_of(run.reconfigurations.select_related("actor").order_by("-id"),
+                   selectors.reconfiguration_as_json, paging)
+    return {"run": run.pk, "reconfigurations": page["items"], "page": page["page"]}
 
 
-@api_requires(Permission.OPERATE_RUNS)
-@service_errors
-def run_reconfiguration_preview(request, run_id: int):
-    if request.method != "POST":
-        return method_not_allowed(["POST"])
-    return JsonResponse(reconfiguration_preview(run_id=run_id, body=json_body(request)))
+@router.post("/runs/{id:id}/reconfigurations/preview",
+             response=answers(200, PreviewOut, 400, 404, 409, 413),
+             summary="plan diff and predicted effect of a request, recording nothing",
+             auth=requires(Permission.OPERATE_RUNS))
+def reconfiguration_preview_view(request: HttpRequest, id: PathId, body: ReconfigurationBody):
+    return reconfiguration_preview(run_id=id, body=body)
 
 
-@allow("GET")
-@api_requires(Permission.READ)
-@service_errors
-def reconfiguration_detail(request, reconfiguration_id: int):
-    found = selectors.reconfiguration_get(reconfiguration_id=reconfiguration_id)
-    return JsonResponse(selectors.reconfiguration_as_json(found))
+@router.get("/reconfigurations/{id:id}", response=answers(200, ReconfigurationOut, 404),
+            summary="status, applied epoch, timings, state bytes moved, before/after",
+            auth=requires(Permission.READ))
+def reconfiguration_detail(request: HttpRequest, id: PathId):
+    found = selectors.reconfiguration_get(reconfiguration_id=id)
+    return selectors.reconfiguration_as_json(found)
 
 
-@allow("GET")
-@api_requires(Permission.READ)
-@service_errors
-def run_metrics(request, run_id: int):
-    since = query_int(request, "since_epoch", default=0, low=0, high=2**63 - 1)
-    limit = query_int(request, "limit", default=MAX_PAGE_SIZE, low=1, high=MAX_PAGE_SIZE)
-    run = selectors.run_get(run_id=run_id)
-    epochs = selectors.run_metrics(run=run, since_epoch=since, limit=limit + 1)
+@router.get("/runs/{id:id}/metrics", response=answers(200, MetricsOut, 400, 404),
+            summary="per-epoch, per-operator metrics with ETP from since_epoch, at most limit "
+                    "epochs; next_since_epoch gives the next page (null at the end). Epochs "
+                    "past METRICS_FULL_RESOLUTION_S are kept as one-minute roll-ups only",
+            auth=requires(Permission.READ))
+def run_metrics(request: HttpRequest, id: PathId,
+                since_epoch: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
+                limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = MAX_PAGE_SIZE):
+    run = selectors.run_get(run_id=id)
+    epochs = selectors.run_metrics(run=run, since_epoch=since_epoch, limit=limit + 1)
     following = epochs[limit]["epoch"] if len(epochs) > limit else None
-    return JsonResponse({"run": run.pk, "epochs": epochs[:limit], "next_since_epoch": following})
+    return {"run": run.pk, "epochs": epochs[:limit], "next_since_epoch": following}
 
 
-@api_requires(Permission.OPERATE_RUNS)
-@service_errors
-def run_autoscale(request, run_id: int):
-    if request.method != "POST":
-        return method_not_allowed(["POST"])
-    run = autoscale_configure(
-        run_id=run_id, body=json_body(request), actor=request.user, trigger=trigger_of(request)
-    )
-    return JsonResponse(
-        {
-            "run": run.pk,
-            "mode": run.autoscale_mode,
-            "min": run.autoscale_min,
-            "max": run.autoscale_max,
-            "cooldown_s": run.autoscale_cooldown_s,
-        }
-    )
+@router.post("/runs/{id:id}/autoscale", response=answers(200, AutoscaleOut, 400, 404, 413),
+             summary="the run's autoscaler: mode off|recommend|auto, min?, max?, cooldown_s?",
+             auth=requires(Permission.OPERATE_RUNS))
+def run_autoscale(request: HttpRequest, id: PathId, body: AutoscaleIn):
+    run = autoscale_configure(run_id=id, body=body.model_dump(exclude_none=True),
+                              actor=request.user, trigger=trigger_of(request))
+    return {"run": run.pk, "mode": run.autoscale_mode, "min": run.autoscale_min,
+            "max": run.autoscale_max, "cooldown_s": run.autoscale_cooldown_s}
+

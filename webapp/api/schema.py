@@ -1,215 +1,352 @@
-"""The OpenAPI document of the JSON API, served at /api/schema."""
+"""The API's request and response models. The OpenAPI document at /api/schema is generated from
+them, and request bodies are validated against them before a view runs.
+
+A DAG document is read by the engine, which reports every problem of a document naming the
+operator or edge (and the editor's live validation must answer them, not refuse them): its
+model documents the contract, and the API only checks that it is a JSON object.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
-_ERROR = {"description": "error", "content": {"application/json": {"schema": {
-    "type": "object",
-    "properties": {"error": {"type": "string"}, "problems": {"type": "array", "items": {
-        "type": "object", "properties": {"where": {"type": "string"}, "message": {"type": "string"}}
-    }}},
-}}}}
+from ninja import Path, Schema
+from pydantic import ConfigDict, Field, PlainValidator
 
+from webapp import engine_gateway
+from webapp.accounts.roles import Role
+from webapp.jobs.models import AutoscaleMode
+from webapp.reconfigurations.requests import MAX_INSTANCES
 
-def _op(summary: str, ok: str, *, body: str | None = None,
-        errors: tuple[str, ...] = ()) -> dict:
-    operation: dict[str, Any] = {
-        "summary": summary,
-        "responses": {ok: {"description": "success"}, "401": _ERROR, "403": _ERROR,
-                      "405": _ERROR},
-    }
-    for status in errors:
-        operation["responses"][status] = _ERROR
-    if body is not None:
-        operation["responses"]["413"] = _ERROR
-        operation["requestBody"] = {"required": True, "content": {"application/json": {
-            "schema": {"$ref": f"#/components/schemas/{body}"}}}}
-    return operation
+MAX_ID = 2**63 - 1
+MAX_STRING = 1000
+MAX_KEY_GROUPS = engine_gateway.document_limits()["key_groups"]
+WholeId = Annotated[int, Field(ge=0, le=MAX_ID)]
+Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+PathId = Annotated[int, Path(ge=0, le=10**18 - 1, description="a job's, run's or "
+                                                               "reconfiguration's id")]
+OperatorType = Literal[tuple(t["type"] for t in engine_gateway.operator_catalog())]  # type: ignore[misc]
 
 
-def _job_id() -> list[dict]:
-    return [{"name": "id", "in": "path", "required": True,
-             "schema": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}}]
+class _Body(Schema):
+    """Request bodies: JSON types as sent (no "1" for 1), unknown fields ignored."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
 
 
-def _paged() -> list[dict]:
-    """`page` (from 1) and `page_size` (1..500, default 50); answers carry
-    page {number, size, next} with next null on the last page."""
-    return [*_job_id(),
-            {"name": "page", "in": "query", "schema": {"type": "integer", "minimum": 1}},
-            {"name": "page_size", "in": "query",
-             "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}}]
+# --- the DAG document (DESIGN: "The job graph (DAG) document: a contract") ---
 
 
-_RECONFIGURATION_BODY = (
-    "kind rescale {operator, parallelism}, scale_out / scale_in {instances}, rebalance "
-    "{operator, assignment}, logic {operator, params} or rollback {to_reconfiguration | "
-    "to_version}; with reason (required for scaling and rollback) and request_id (idempotency)"
-)
+class OperatorSpec(Schema):
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")
+    type: OperatorType
+    parallelism: int = Field(1, ge=1, le=MAX_KEY_GROUPS)
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
-_INT = {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
-_DAG_EXAMPLE = {
-    "name": "campaign-views", "key_groups": 16,
-    "operators": [
-        {"id": "events", "type": "source.generator", "params": {"rows_per_second": 100}},
-        {"id": "views", "type": "filter", "params": {"condition": "event_type = 'view'"}},
-        {"id": "out", "type": "sink.memory", "params": {}},
-    ],
-    "edges": [{"from": "events", "to": "views"}, {"from": "views", "to": "out"}],
-}
-BODY_SCHEMAS: dict[str, Any] = {
-    "Dag": {
-        "type": "object", "required": ["name", "operators"], "example": _DAG_EXAMPLE,
-        "properties": {
-            "name": {"type": "string", "minLength": 1, "maxLength": 200},
-            "key_groups": {"type": "integer", "minimum": 1, "maximum": 32768},
-            "operators": {"type": "array", "minItems": 1, "maxItems": 500, "items": {
-                "type": "object", "required": ["id", "type"],
-                "properties": {
-                    "id": {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"},
-                    "type": {"type": "string", "enum": [
-                        "source.generator", "source.rate", "source.files", "filter", "map",
-                        "window_aggregate", "join", "dedupe", "sink.postgres", "sink.files",
-                        "sink.memory"]},
-                    "parallelism": {"type": "integer", "minimum": 1, "maximum": 32768},
-                    "params": {"type": "object"},
-                },
-            }},
-            "edges": {"type": "array", "maxItems": 2000, "items": {
-                "type": "object", "required": ["from", "to"],
-                "properties": {"from": {"type": "string"}, "to": {"type": "string"}},
-            }},
-        },
-    },
-    "Version": {
-        "type": "object", "required": ["dag", "base_version"],
-        "properties": {"dag": {"$ref": "#/components/schemas/Dag"}, "base_version": _INT,
-                       "comment": {"type": "string", "maxLength": 1000}},
-    },
-    "User": {
-        "type": "object", "required": ["username", "role"],
-        "properties": {"username": {"type": "string", "minLength": 1, "maxLength": 150},
-                       "role": {"type": "string",
-                                "enum": ["viewer", "editor", "operator", "admin"]},
-                       "password": {"type": "string", "maxLength": 128},
-                       "token": {"type": "boolean"}},
-    },
-    "RunStart": {"type": "object", "properties": {"version": _INT}},
-    "Reconfiguration": {
-        "type": "object", "required": ["kind"],
-        "properties": {
-            "kind": {"type": "string", "enum": ["rescale", "scale_out", "scale_in", "rebalance",
-                                                "logic", "rollback"]},
-            "operator": {"type": "string", "maxLength": 64},
-            "parallelism": {"type": "integer", "minimum": 1, "maximum": 32768},
-            "instances": {"type": "integer", "minimum": 1, "maximum": 32768},
-            "assignment": {"oneOf": [{"type": "string", "enum": ["weighted"]},
-                                     {"type": "array", "maxItems": 32768,
-                                      "items": {"type": "integer", "minimum": 0}}]},
-            "params": {"type": "object"},
-            "to_reconfiguration": _INT, "to_version": _INT,
-            "reason": {"type": "string", "maxLength": 2000},
-            "request_id": {"type": "string", "minLength": 1, "maxLength": 100},
-        },
-    },
-    "Autoscale": {
-        "type": "object", "required": ["mode"],
-        "properties": {"mode": {"type": "string", "enum": ["off", "recommend", "auto"]},
-                       "min": {"type": "integer", "minimum": 1, "maximum": 32768},
-                       "max": {"type": "integer", "minimum": 1, "maximum": 32768},
-                       "cooldown_s": {"type": "integer", "minimum": 1, "maximum": 86400}},
-    },
-}
-"""Typed request bodies, with their limits, so clients (and fuzzers) reach valid requests."""
+class EdgeSpec(Schema):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    from_: str = Field(alias="from")
+    to: str
 
 
-def openapi_document() -> dict[str, Any]:
-    return {
-        "openapi": "3.1.0",
-        "info": {"title": "streamscale API", "version": "1"},
-        "components": {"securitySchemes": {
-            "bearer": {"type": "http", "scheme": "bearer"},
-            "session": {"type": "apiKey", "in": "cookie", "name": "sessionid"},
-        }, "schemas": BODY_SCHEMAS},
-        "security": [{"bearer": []}, {"session": []}],
-        "paths": {
-            "/api/users": {
-                "post": _op("create a user {username, role, password?, token?} (admins)", "201",
-                            body="User", errors=("400", "409")),
-            },
-            "/api/jobs": {
-                "get": _op("list jobs", "200"),
-                "post": _op("create a job from a DAG document", "201", body="Dag",
-                            errors=("400", "409")),
-            },
-            "/api/jobs/{id}": {
-                "parameters": _job_id(),
-                "get": _op("the job, its versions and its current run", "200", errors=("404",)),
-            },
-            "/api/jobs/{id}/versions": {
-                "parameters": _job_id(),
-                "post": _op("add a version: {dag, base_version, comment}", "201", body="Version",
-                            errors=("400", "404", "409")),
-            },
-            "/api/jobs/{id}/history": {
-                "parameters": _paged(),
-                "get": _op("the audit trail of the job, newest first, one page", "200",
-                           errors=("400", "404")),
-            },
-            "/api/catalog": {"get": _op("operator types and their param schemas", "200")},
-            "/api/validate": {
-                "post": _op("validate a DAG document: problems, plan, columns", "200", body="Dag",
-                            errors=("400",)),
-            },
-            "/api/jobs/{id}/runs": {
-                "parameters": _paged(),
-                "get": _op("the job's runs, newest first, one page", "200", errors=("400", "404")),
-                "post": _op("start a run of a version {version?} (latest by default)", "202",
-                            body="RunStart", errors=("400", "404", "409")),
-            },
-            "/api/runs/{id}": {
-                "parameters": _job_id(),
-                "get": _op("status, epoch, parallelism and latest metrics", "200",
-                           errors=("404",)),
-            },
-            "/api/runs/{id}/stop": {
-                "parameters": _job_id(),
-                "post": _op("stop the run after its current epoch", "202", errors=("404", "409")),
-            },
-            "/api/runs/{id}/reconfigurations": {
-                "parameters": _paged(),
-                "get": _op("the run's reconfigurations, newest first, one page", "200",
-                           errors=("400", "404")),
-                "post": _op(_RECONFIGURATION_BODY, "202", body="Reconfiguration",
-                            errors=("400", "404", "409")),
-            },
-            "/api/runs/{id}/reconfigurations/preview": {
-                "parameters": _job_id(),
-                "post": _op("plan diff and predicted effect of a request, recording nothing",
-                            "200", body="Reconfiguration", errors=("400", "404", "409")),
-            },
-            "/api/runs/{id}/metrics": {
-                "parameters": [*_job_id(),
-                               {"name": "since_epoch", "in": "query", "schema": _INT},
-                               {"name": "limit", "in": "query", "schema": {
-                                   "type": "integer", "minimum": 1, "maximum": 500,
-                                   "default": 500}}],
-                "get": _op("per-epoch, per-operator metrics with ETP from since_epoch, at most "
-                           "limit epochs; next_since_epoch gives the next page (null at the "
-                           "end). Epochs past METRICS_FULL_RESOLUTION_S are kept as one-minute "
-                           "roll-ups only", "200", errors=("400", "404")),
-            },
-            "/api/runs/{id}/autoscale": {
-                "parameters": _job_id(),
-                "post": _op("autoscaler mode {mode: off|recommend|auto, min?, max?, "
-                            "cooldown_s?}", "200", body="Autoscale", errors=("400", "404")),
-            },
-            "/api/reconfigurations/{id}": {
-                "parameters": _job_id(),
-                "get": _op("status, applied epoch, timings, state bytes moved, before/after",
-                           "200", errors=("404",)),
-            },
-        },
-    }
+class DagDocument(Schema):
+    """A job graph: operators (catalog types with their params) and the edges between them."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"example": {
+        "name": "campaign-views", "key_groups": 16,
+        "operators": [
+            {"id": "events", "type": "source.generator", "params": {"rows_per_second": 100}},
+            {"id": "views", "type": "filter", "params": {"condition": "event_type = 'view'"}},
+            {"id": "out", "type": "sink.memory", "params": {}},
+        ],
+        "edges": [{"from": "events", "to": "views"}, {"from": "views", "to": "out"}],
+    }})
+
+    name: str = Field(min_length=1, max_length=engine_gateway.document_limits()["name"])
+    key_groups: int = Field(128, ge=1, le=MAX_KEY_GROUPS)
+    operators: list[OperatorSpec] = Field(min_length=1, max_length=500)
+    edges: list[EdgeSpec] = Field(default_factory=list, max_length=2000)
+
+
+def _json_object(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError("must be a JSON object (a DAG document)")
+    return value
+
+
+Dag = Annotated[dict[str, Any], PlainValidator(_json_object, json_schema_input_type=DagDocument)]
+"""A DAG document as sent: checked to be an object here, every other check is the engine's."""
+
+
+# --- request bodies ---
+
+
+class VersionIn(_Body):
+    dag: Dag
+    base_version: WholeId = Field(description="the version this one was edited from")
+    comment: str = Field("", max_length=MAX_STRING)
+
+
+class UserIn(_Body):
+    username: str = Field(min_length=1, max_length=150)
+    role: Literal[tuple(Role.values)]  # type: ignore[valid-type]
+    password: str | None = Field(None, max_length=128)
+    token: bool = Field(False, description="also create an API token and answer it")
+
+
+class RunStartIn(_Body):
+    version: WholeId | None = Field(None, description="the version to run; the latest by default")
+
+
+class RunStopIn(_Body):
+    reason: str = Field("", max_length=MAX_STRING)
+
+
+class AutoscaleIn(_Body):
+    mode: Literal[tuple(AutoscaleMode.values)]  # type: ignore[valid-type]
+    min: int | None = Field(None, ge=1, le=MAX_INSTANCES)
+    max: int | None = Field(None, ge=1, le=MAX_INSTANCES)
+    cooldown_s: int | None = Field(None, ge=1, le=86400)
+
+
+# --- answers ---
+
+
+class Problem(Schema):
+    where: str
+    message: str
+
+
+class ErrorOut(Schema):
+    error: str
+    problems: list[Problem] = Field(default_factory=list)
+
+
+class PageOut(Schema):
+    number: int
+    size: int
+    next: int | None
+
+
+class JobCreatedOut(Schema):
+    id: int
+    version: int
+
+
+class JobSummaryOut(Schema):
+    id: int
+    name: str
+    latest_version: int
+
+
+class JobListOut(Schema):
+    jobs: list[JobSummaryOut]
+
+
+class VersionOut(Schema):
+    number: int
+    author: str | None
+    created_at: Timestamp
+    comment: str
+    dag: DagDocument
+
+
+class RunRefOut(Schema):
+    id: int
+    status: str
+
+
+class JobOut(Schema):
+    id: int
+    name: str
+    latest_version: int
+    created_at: Timestamp
+    versions: list[VersionOut]
+    current_run: RunRefOut | None
+
+
+class AuditEntryOut(Schema):
+    id: int
+    at: Timestamp
+    actor: str | None
+    trigger: str
+    action: str
+    job: int | None
+    run: int | None
+    reconfiguration: int | None
+    reason: str
+    outcome: str
+    plan_diff: dict[str, Any] | None
+    details: dict[str, Any] | None
+
+
+class HistoryOut(Schema):
+    job: int
+    entries: list[AuditEntryOut]
+    page: PageOut
+
+
+class UserOut(Schema):
+    model_config = ConfigDict(json_schema_extra={"description": "token only when asked for"})
+
+    id: int
+    username: str
+    role: str
+    token: str | None = None
+
+
+class CatalogOut(Schema):
+    operators: list[dict[str, Any]]
+
+
+class ValidationOut(Schema):
+    valid: bool
+    problems: list[Problem]
+    plan: dict[str, Any] | None = None
+    columns: dict[str, dict[str, str]] | None = None
+
+
+class RunAcceptedOut(Schema):
+    run_id: int
+    status: str
+
+
+class RunSummaryOut(Schema):
+    id: int
+    job: int
+    version: int
+    status: str
+    epoch: int | None
+    restarts: int
+    started_at: Timestamp | None
+    stopped_at: Timestamp | None
+
+
+class RunListOut(Schema):
+    job: int
+    runs: list[RunSummaryOut]
+    page: PageOut
+
+
+class LatencyOut(Schema):
+    p50: float | None
+    p99: float | None
+    max: float | None
+
+
+class OperatorEpochOut(Schema):
+    instances: int
+    rows_in: int
+    rows_out: int
+    busy_ms: list[float] | None
+    input_rate: float | None
+    processing_rate: float | None
+    output_rate: float | None
+    congested: bool | None
+    etp: float | None
+    region: Any = None
+    demand_rate: float | None = None
+
+
+class EpochOut(Schema):
+    epoch: int
+    at: Timestamp
+    batch_duration_ms: float | None
+    backlog_rows: int | None
+    broker_sources: Any
+    latency_ms: LatencyOut
+    sources: dict[str, Any]
+    regions: dict[str, Any]
+    bottleneck: Any
+    operators: dict[str, OperatorEpochOut]
+
+
+class AutoscaleStateOut(Schema):
+    mode: str
+    proposal: dict[str, Any] | None
+
+
+class RunOut(Schema):
+    id: int
+    job: int
+    version: int
+    status: Literal["starting", "running", "stopping", "stopped", "failed", "recovering"]
+    epoch: int | None
+    parallelism: dict[str, int]
+    assignment: dict[str, Any] | None
+    spark_master: str
+    restarts: int
+    failure_reason: str | None
+    started_at: Timestamp | None
+    stopped_at: Timestamp | None
+    autoscale: AutoscaleStateOut
+    metrics: EpochOut | dict[str, Any]
+
+
+class MetricsOut(Schema):
+    run: int
+    epochs: list[EpochOut]
+    next_since_epoch: int | None
+
+
+class ReconfigurationAcceptedOut(Schema):
+    id: int
+    status: str
+    created: bool = Field(description="false when the request_id was already used: the "
+                                      "first request is answered")
+
+
+class ReconfigurationOut(Schema):
+    id: int
+    run: int
+    request_id: str
+    kind: str
+    operators: list[str] | None
+    status: Literal["requested", "pending", "applied", "rejected", "failed"]
+    status_reason: str | None
+    reason: str
+    trigger: str
+    actor: str | None
+    applied_epoch: int | None
+    requested_at: Timestamp | None
+    applied_at: Timestamp | None
+    finished_at: Timestamp | None
+    control_latency_ms: float | None
+    state_bytes_moved: int | None
+    plan_diff: dict[str, Any] | None
+    acks: list[dict[str, Any]] | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+
+class ReconfigurationListOut(Schema):
+    run: int
+    reconfigurations: list[ReconfigurationOut]
+    page: PageOut
+
+
+class PreviewOut(Schema):
+    kind: str
+    commands: int
+    plan_diff: dict[str, Any]
+    parallelism_before: dict[str, int]
+    parallelism_after: dict[str, int]
+    predicted: dict[str, Any]
+
+
+class AutoscaleOut(Schema):
+    run: int
+    mode: str
+    min: int
+    max: int | None
+    cooldown_s: int
+
+
+def answers(ok: int, model: Any, *errors: int) -> dict[Any, Any]:
+    """An operation's answers: `ok` with `model`, and each error status (with those every
+    operation may answer: 401, 403) as {error, problems}."""
+    return {ok: model, frozenset({401, 403, *errors}): ErrorOut}

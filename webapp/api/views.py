@@ -1,120 +1,107 @@
-"""The JSON API. Views only parse, check the role, call one service or selector and answer."""
+"""The JSON API's jobs, users, catalog and validation. Views only call one service or selector
+and answer; bodies are validated against their models (webapp.api.schema) before a view runs,
+and a service's refusal is answered by the API's error handlers."""
 
 from __future__ import annotations
 
-from django.http import JsonResponse
+from typing import Annotated
+
+from django.http import HttpRequest, JsonResponse
+from ninja import Body, Query
+from ninja.responses import Status
 
 from webapp import engine_gateway
 from webapp.accounts import services as account_services
-from webapp.accounts.access import api_requires
 from webapp.accounts.roles import Permission
-from webapp.api.http import (
-    allow,
-    field,
-    json_body,
-    method_not_allowed,
-    service_errors,
-    trigger_of,
+from webapp.api.auth import requires
+from webapp.api.http import ApiRouter, trigger_of
+from webapp.api.paging import PageQuery, page_of
+from webapp.api.schema import (
+    CatalogOut,
+    Dag,
+    HistoryOut,
+    JobCreatedOut,
+    JobListOut,
+    JobOut,
+    PathId,
+    UserIn,
+    UserOut,
+    ValidationOut,
+    VersionIn,
+    answers,
 )
-from webapp.api.paging import page_of
-from webapp.api.schema import openapi_document
 from webapp.audit.selectors import AuditFilter, audit_entries, audit_entry_as_json
 from webapp.jobs import selectors, services
 
+router = ApiRouter(tags=["jobs"])
 
-def jobs(request):
-    if request.method == "GET":
-        return job_list(request)
-    if request.method == "POST":
-        return job_create(request)
-    return method_not_allowed(["GET", "POST"])
+DagBody = Annotated[Dag, Body(...)]
+Comment = Annotated[str, Query("", description="why: shown in the history (its first 500 "
+                                                "characters)")]
 
 
-@api_requires(Permission.READ)
-def job_list(request):
-    return JsonResponse(
-        {"jobs": [{"id": j.pk, "name": j.name, "latest_version": j.latest_version}
-                  for j in selectors.job_list()]}
-    )
+@router.get("/jobs", response=answers(200, JobListOut), summary="list jobs",
+            auth=requires(Permission.READ))
+def job_list(request: HttpRequest):
+    return {"jobs": [{"id": j.pk, "name": j.name, "latest_version": j.latest_version}
+                     for j in selectors.job_list()]}
 
 
-@api_requires(Permission.EDIT_JOBS)
-@service_errors
-def job_create(request):
-    body = json_body(request)
-    version = services.job_create(
-        dag=body, actor=request.user, trigger=trigger_of(request),
-        comment=request.GET.get("comment", "")[:500],
-    )
-    return JsonResponse({"id": version.job_id, "version": version.number}, status=201)
+@router.post("/jobs", response=answers(201, JobCreatedOut, 400, 409, 413),
+             summary="create a job from a DAG document", auth=requires(Permission.EDIT_JOBS))
+def job_create(request: HttpRequest, dag: DagBody, comment: Comment = ""):
+    version = services.job_create(dag=dag, actor=request.user, trigger=trigger_of(request),
+                                  comment=comment[:500])
+    return Status(201, {"id": version.job_id, "version": version.number})
 
 
-@api_requires(Permission.READ)
-@service_errors
-def job_detail(request, job_id: int):
-    if request.method != "GET":
-        return method_not_allowed(["GET"])
-    return JsonResponse(selectors.job_as_json(selectors.job_get(job_id=job_id)))
+@router.get("/jobs/{id:id}", response=answers(200, JobOut, 404),
+            summary="the job, its versions and its current run", auth=requires(Permission.READ))
+def job_detail(request: HttpRequest, id: PathId):
+    # A hot read: answered as the selector writes it, its model checked by the tests.
+    return JsonResponse(selectors.job_as_json(selectors.job_get(job_id=id)))
 
 
-@api_requires(Permission.EDIT_JOBS)
-@service_errors
-def job_versions(request, job_id: int):
-    if request.method != "POST":
-        return method_not_allowed(["POST"])
-    body = json_body(request)
+@router.post("/jobs/{id:id}/versions", response=answers(201, JobCreatedOut, 400, 404, 409, 413),
+             summary="add a version: {dag, base_version, comment}; 409 if base_version is "
+                     "stale", auth=requires(Permission.EDIT_JOBS))
+def job_versions(request: HttpRequest, id: PathId, body: VersionIn):
     version = services.job_version_create(
-        job_id=job_id,
-        dag=field(body, "dag", dict),
-        base_version=field(body, "base_version", int),
-        actor=request.user,
-        trigger=trigger_of(request),
-        comment=field(body, "comment", str, required=False, default=""),
-    )
-    return JsonResponse({"id": job_id, "version": version.number}, status=201)
+        job_id=id, dag=body.dag, base_version=body.base_version, actor=request.user,
+        trigger=trigger_of(request), comment=body.comment)
+    return Status(201, {"id": id, "version": version.number})
 
 
-@allow("GET")
-@api_requires(Permission.READ)
-@service_errors
-def job_history(request, job_id: int):
-    job = selectors.job_get(job_id=job_id)
-    page = page_of(request, audit_entries(filters=AuditFilter(job_id=job.pk), limit=None),
-                   audit_entry_as_json)
-    return JsonResponse({"job": job.pk, "entries": page["items"], "page": page["page"]})
+@router.get("/jobs/{id:id}/history", response=answers(200, HistoryOut, 400, 404),
+            summary="the audit trail of the job, newest first, one page",
+            auth=requires(Permission.READ))
+def job_history(request: HttpRequest, id: PathId, paging: Query[PageQuery]):
+    job = selectors.job_get(job_id=id)
+    page = page_of(audit_entries(filters=AuditFilter(job_id=job.pk), limit=None),
+                   audit_entry_as_json, paging)
+    return {"job": job.pk, "entries": page["items"], "page": page["page"]}
 
 
-@allow("GET")
-def schema(request):
-    return JsonResponse(openapi_document())
-
-
-@api_requires(Permission.MANAGE_USERS)
-@service_errors
-def users(request):
-    if request.method != "POST":
-        return method_not_allowed(["POST"])
-    body = json_body(request)
-    user = account_services.user_create(
-        username=field(body, "username", str, max_length=150),
-        role=field(body, "role", str, max_length=20),
-        password=field(body, "password", str, required=False, max_length=128),
-    )
+@router.post("/users", response=answers(201, UserOut, 400, 409, 413), exclude_unset=True,
+             summary="create a user with a role, and a token if asked (admins)",
+             auth=requires(Permission.MANAGE_USERS))
+def users(request: HttpRequest, body: UserIn):
+    user = account_services.user_create(username=body.username, role=body.role,
+                                        password=body.password)
     answer = {"id": user.pk, "username": user.username, "role": user.role}
-    if field(body, "token", bool, required=False, default=False):
+    if body.token:
         answer["token"] = account_services.api_token_create(user=user)
-    return JsonResponse(answer, status=201)
+    return Status(201, answer)
 
 
-@allow("GET")
-@api_requires(Permission.READ)
-def catalog(request):
-    return JsonResponse({"operators": engine_gateway.operator_catalog()})
+@router.get("/catalog", response=answers(200, CatalogOut),
+            summary="operator types and their param schemas", auth=requires(Permission.READ))
+def catalog(request: HttpRequest):
+    return {"operators": engine_gateway.operator_catalog()}
 
 
-@api_requires(Permission.READ)
-@service_errors
-def validate(request):
-    if request.method != "POST":
-        return method_not_allowed(["POST"])
-    return JsonResponse(engine_gateway.dag_check(json_body(request)))
+@router.post("/validate", response=answers(200, ValidationOut, 400, 413), exclude_unset=True,
+             summary="validate a DAG document: every problem, or the plan and columns",
+             auth=requires(Permission.READ))
+def validate(request: HttpRequest, dag: DagBody):
+    return engine_gateway.dag_check(dag)

@@ -1,19 +1,131 @@
-"""The body of a reconfiguration request, checked field by field; errors name the field."""
+"""The body of a reconfiguration request: one typed model per kind, so the API validates it
+(and documents it) before any service runs; errors name the field.
+
+The pages send the same bodies as plain dicts: ``parse_request`` validates those with the same
+models, so both paths refuse the same requests with the same words.
+"""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from webapp.errors import ServiceError
+import pydantic
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
+
 from webapp.jobs.models import ReconfigurationKind as Kind
+from webapp.validation import refusal, refusal_of
 
 REASON_REQUIRED = {Kind.RESCALE, Kind.SCALE_OUT, Kind.SCALE_IN, Kind.ROLLBACK}
 MAX_REASON = 2000
 MAX_ID = 2**63 - 1
 MAX_INSTANCES = 32768  # the most key groups a job may have
+MAX_REQUEST_ID = 100
 SUPPORTED = [Kind.RESCALE, Kind.SCALE_OUT, Kind.SCALE_IN, Kind.REBALANCE, Kind.LOGIC, Kind.ROLLBACK]
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain a NUL character")
+    return value.strip()
+
+
+def _said(value: str) -> str:
+    if not value:
+        raise ValueError("is required for this kind of change: say why")
+    return value
+
+
+def _request_id(value: str | None) -> str | None:
+    if value is not None and (not value.strip() or not value.isprintable()):
+        raise ValueError(f"must be 1 to {MAX_REQUEST_ID} printable characters")
+    return value
+
+
+def _assignment(value: Any) -> Any:
+    owners = isinstance(value, list) and all(
+        isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value)
+    if value != "weighted" and not owners:
+        raise ValueError("must be 'weighted' or a list of owners (whole numbers) per key group")
+    return value
+
+
+OptionalReason = Annotated[str, Field(max_length=MAX_REASON), AfterValidator(_no_nul)]
+Reason = Annotated[OptionalReason, AfterValidator(_said),
+                   Field(description="why: shown in the history")]
+Instances = Annotated[int, Field(ge=1, le=MAX_INSTANCES)]
+OperatorId = Annotated[str, Field(min_length=1, max_length=64)]
+RecordId = Annotated[int, Field(ge=1, le=MAX_ID)]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    request_id: Annotated[
+        str | None, Field(min_length=1, max_length=MAX_REQUEST_ID,
+                          description="idempotency key: a repeated request_id is applied once"),
+        AfterValidator(_request_id)] = None
+
+
+class RescaleBody(_Request):
+    """Set one operator's number of instances."""
+
+    kind: Literal["rescale"]
+    operator: OperatorId
+    parallelism: Instances
+    reason: Reason
+
+
+class ScaleBody(_Request):
+    """Add or remove instances; the ETP policy picks the operators."""
+
+    kind: Literal["scale_out", "scale_in"]
+    instances: Instances
+    reason: Reason
+
+
+class RebalanceBody(_Request):
+    """Move key groups between an operator's instances: weighted by load, or as given."""
+
+    kind: Literal["rebalance"]
+    operator: OperatorId
+    assignment: Annotated[
+        Literal["weighted"] | list[Annotated[int, Field(ge=0)]],
+        Field(max_length=MAX_INSTANCES, description="'weighted' or the owner of each key group"),
+        pydantic.BeforeValidator(_assignment)] = "weighted"
+    reason: OptionalReason = ""
+
+
+class LogicBody(_Request):
+    """New params for an operator (state-safe changes only)."""
+
+    kind: Literal["logic"]
+    operator: OperatorId
+    params: dict[str, Any]
+    reason: OptionalReason = ""
+
+
+class RollbackBody(_Request):
+    """Return to the plan before a reconfiguration, or to a version of the job."""
+
+    kind: Literal["rollback"]
+    to_reconfiguration: RecordId | None = None
+    to_version: RecordId | None = None
+    reason: Reason
+
+    @pydantic.model_validator(mode="after")
+    def _one_target(self) -> RollbackBody:
+        if (self.to_reconfiguration is None) == (self.to_version is None):
+            raise ValueError("give exactly one of to_reconfiguration or to_version")
+        return self
+
+
+ReconfigurationBody = Annotated[
+    RescaleBody | ScaleBody | RebalanceBody | LogicBody | RollbackBody,
+    Field(discriminator="kind"),
+]
+_BODY: TypeAdapter[Any] = TypeAdapter(ReconfigurationBody)
 
 
 @dataclass(frozen=True)
@@ -34,62 +146,14 @@ class ReconfigurationRequest:
 
 
 def parse_request(body: Any) -> ReconfigurationRequest:
-    if not isinstance(body, dict):
-        raise _bad("body", "must be a JSON object")
-    kind = _field(body, "kind", str)
-    if kind not in SUPPORTED:
-        raise _bad("kind", f"must be one of {', '.join(SUPPORTED)}")
-    reason = _field(body, "reason", str, required=kind in REASON_REQUIRED, default="").strip()
-    if kind in REASON_REQUIRED and not reason:
-        raise _bad("reason", f"is required for {kind}: say why")
-    if len(reason) > MAX_REASON or "\x00" in reason:
-        raise _bad("reason", f"must be at most {MAX_REASON} characters, without NUL")
-    request_id = _field(body, "request_id", str, required=False) or uuid.uuid4().hex
-    if len(request_id) > 100 or not request_id.strip() or not request_id.isprintable():
-        raise _bad("request_id", "must be 1 to 100 printable characters")
-    return ReconfigurationRequest(kind=kind, request_id=request_id, reason=reason,
-                                  **_kind_fields(kind, body))
+    """A request from a validated body model, or from a plain dict (validated here)."""
+    if not isinstance(body, BaseModel):
+        if not isinstance(body, dict):
+            raise refusal([{"where": "body", "message": "must be a JSON object"}])
+        try:
+            body = _BODY.validate_python(body)
+        except pydantic.ValidationError as error:
+            raise refusal_of(error, tags=SUPPORTED) from None
+    fields = body.model_dump(exclude={"request_id"})
+    return ReconfigurationRequest(request_id=body.request_id or uuid.uuid4().hex, **fields)
 
-
-def _kind_fields(kind: str, body: dict[str, Any]) -> dict[str, Any]:
-    if kind == Kind.RESCALE:
-        parallelism = _field(body, "parallelism", int)
-        if abs(parallelism) > MAX_INSTANCES:
-            raise _bad("parallelism", f"must be a whole number from 1 to {MAX_INSTANCES}")
-        return {"operator": _field(body, "operator", str), "parallelism": parallelism}
-    if kind in (Kind.SCALE_OUT, Kind.SCALE_IN):
-        instances = _field(body, "instances", int)
-        if not 1 <= instances <= MAX_INSTANCES:
-            raise _bad("instances", f"must be a whole number from 1 to {MAX_INSTANCES}")
-        return {"instances": instances}
-    if kind == Kind.REBALANCE:
-        assignment = body.get("assignment", "weighted")
-        if assignment != "weighted" and not isinstance(assignment, list):
-            raise _bad("assignment", "must be 'weighted' or a list of owners per key group")
-        return {"operator": _field(body, "operator", str), "assignment": assignment}
-    if kind == Kind.LOGIC:
-        return {"operator": _field(body, "operator", str), "params": _field(body, "params", dict)}
-    to_reconfiguration = _field(body, "to_reconfiguration", int, required=False)
-    to_version = _field(body, "to_version", int, required=False)
-    for name, value in (("to_reconfiguration", to_reconfiguration), ("to_version", to_version)):
-        if value is not None and not 1 <= value <= MAX_ID:
-            raise _bad(name, "must be an id of at least 1")
-    if (to_reconfiguration is None) == (to_version is None):
-        raise _bad("to_reconfiguration", "give exactly one of to_reconfiguration or to_version")
-    return {"to_reconfiguration": to_reconfiguration, "to_version": to_version}
-
-
-def _field(body: dict[str, Any], name: str, kind: type, *, required: bool = True, default=None):
-    if name not in body or body[name] is None:
-        if required:
-            raise _bad(name, "is required")
-        return default
-    value = body[name]
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise _bad(name, f"must be {'a whole number' if kind is int else kind.__name__}")
-    return value
-
-
-def _bad(name: str, message: str) -> ServiceError:
-    return ServiceError(f"field {name!r} {message}",
-                        problems=[{"where": f"field {name}", "message": message}])

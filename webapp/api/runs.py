@@ -130,8 +130,12 @@ def run_metrics(request: HttpRequest, id: PathId,
              summary="the run's autoscaler: mode off|recommend|auto, min?, max?, cooldown_s?",
              auth=requires(Permission.OPERATE_RUNS))
 def run_autoscale(request: HttpRequest, id: PathId, body: AutoscaleIn):
-    run = autoscale_configure(run_id=id, body=body.model_dump(exclude_none=True),
-                              actor=request.user, trigger=trigger_of(request))
+    # A bound left out stays as it is; "max": null lifts the upper bound (to the job's
+    # key-group limit); a null min or cooldown_s is taken as left out.
+    given = body.model_dump(exclude_unset=True)
+    settings = {k: v for k, v in given.items() if v is not None or k == "max"}
+    run = autoscale_configure(run_id=id, body=settings, actor=request.user,
+                              trigger=trigger_of(request))
     return {"run": run.pk, "mode": run.autoscale_mode, "min": run.autoscale_min,
             "max": run.autoscale_max, "cooldown_s": run.autoscale_cooldown_s}
 

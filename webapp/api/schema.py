@@ -250,6 +250,13 @@ class OperatorEpochOut(Schema):
     etp: float | None
     region: Any = None
     demand_rate: float | None = None
+    # A keyed operator's event time (epoch milliseconds) and how far its watermark trails
+    # the wall clock and its newest event; its rows per instance.
+    watermark_ms: float | None = None
+    max_event_ms: float | None = None
+    watermark_delay_ms: float | None = None
+    watermark_lag_ms: float | None = None
+    rows_in_per_instance: list[int] | None = None
 
 
 class EpochOut(Schema):

@@ -48,7 +48,6 @@ class Config:
     metrics_full_resolution_s: int
     state_redis_url: str | None = None
     run_start_timeout_s: int = 300
-    driver_nice: int = 10
 
 
 def load_config(environ: Mapping[str, str] | None = None) -> Config:
@@ -87,7 +86,6 @@ def load_config(environ: Mapping[str, str] | None = None) -> Config:
                              default=not debug and not _loopback_only(allowed_hosts)),
         state_redis_url=state_redis_url,
         run_start_timeout_s=_positive_int(env, "RUN_START_TIMEOUT_S", default=300),
-        driver_nice=_nice(env, "DRIVER_NICE", default=10),
         web_workers=_positive_int(env, "WEB_WORKERS", default=2),
         web_threads=_positive_int(env, "WEB_THREADS", default=4),
         web_queue=_positive_int(env, "WEB_QUEUE", default=256),
@@ -122,19 +120,6 @@ def _positive_int(env: Mapping[str, str], name: str, *, default: int) -> int:
         raise ConfigError(f"{name}={raw!r} is not a whole number") from None
     if value < 1:
         raise ConfigError(f"{name}={raw!r} must be at least 1")
-    return value
-
-
-def _nice(env: Mapping[str, str], name: str, *, default: int) -> int:
-    raw = env.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a whole number") from None
-    if not 0 <= value <= 19:
-        raise ConfigError(f"{name}={raw!r} must be a niceness from 0 to 19")
     return value
 
 

@@ -42,9 +42,6 @@ SPARK_MASTER = CONFIG.spark_master
 VAR_DIR = CONFIG.var_dir
 AUDIT_RETENTION_DAYS = CONFIG.audit_retention_days
 RUN_START_TIMEOUT_S = CONFIG.run_start_timeout_s
-# Drivers (Spark's JVM and Python workers with them) run at this niceness: the web server,
-# Postgres and Redis answer users first, a run gets every cycle they leave (README, Operations).
-DRIVER_NICE = CONFIG.driver_nice
 DATA_DIR = CONFIG.data_dir
 # Jobs' Postgres sinks write only to this database and schema, never the product's tables.
 SINK_DATABASE_URL = CONFIG.sink_database_url or DATABASE_URL

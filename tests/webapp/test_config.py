@@ -30,9 +30,6 @@ from webapp.config import ConfigError, load_config, parse_database_url
         ("WEB_WORKERS", "two"),
         ("WEB_QUEUE", "many"),
         ("METRICS_FULL_RESOLUTION_S", "-5"),
-        ("DRIVER_NICE", "20"),
-        ("DRIVER_NICE", "-1"),
-        ("DRIVER_NICE", "low"),
     ],
 )
 def test_malformed_value_names_the_variable(name, value):
@@ -46,8 +43,6 @@ def test_defaults_are_the_embedded_setup():
     assert config.spark_master == "local[*]"
     assert config.debug is False
     assert "127.0.0.1" in config.allowed_hosts
-    assert config.driver_nice == 10
-    assert load_config({"DRIVER_NICE": "0"}).driver_nice == 0
 
 
 def test_valid_values_are_taken():

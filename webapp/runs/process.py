@@ -27,20 +27,15 @@ _SPAWN = (
 
 # The reaper (stdlib only: it lives as long as the driver) starts the driver in a session of
 # its own, prints its pid, waits for it and records its exit status (negative: the signal),
-# so the watcher can tell a clean suspend from a crash and name what ended the driver. The
-# driver starts at the niceness ``STREAMSCALE_DRIVER_NICE`` names (every thread and process
-# it starts, Spark's JVM and Python workers, inherits it). Its
+# so the watcher can tell a clean suspend from a crash and name what ended the driver. Its
 # command line does not hold the driver module: only the driver matches `driver_alive`.
 _REAPER = (
     "import json, os, signal, subprocess, sys\n"
     "log_path, exit_path, argv = sys.argv[1], sys.argv[2], sys.argv[3:]\n"
     "argv[2] = argv[2].replace(':', '.')\n"
     "for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP): signal.signal(s, signal.SIG_IGN)\n"
-    "nice = int(os.environ.get('STREAMSCALE_DRIVER_NICE') or 0)\n"
-    "def default():\n"
-    "    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):\n"
-    "        signal.signal(s, signal.SIG_DFL)\n"
-    "    os.nice(nice)\n"
+    "def default(): [signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGTERM,"
+    " signal.SIGHUP)]\n"
     "with open(log_path, 'ab') as log:\n"
     "    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,"
     " stderr=subprocess.STDOUT, start_new_session=True, close_fds=True, preexec_fn=default)\n"

@@ -161,7 +161,6 @@ def _driver_env() -> dict[str, str]:
         STREAMSCALE_DATA_DIR=str(settings.DATA_DIR),
         STREAMSCALE_SINK_DSN=settings.SINK_DATABASE_URL,
         STREAMSCALE_SINK_SCHEMA=settings.SINK_SCHEMA,
-        STREAMSCALE_DRIVER_NICE=str(settings.DRIVER_NICE),
     )
     return env
 

@@ -117,7 +117,8 @@ async def _busy(scope: Scope, send: Send, waiting: int) -> None:
     message = (f"the server is busy ({waiting} requests are waiting); "
                f"retry in {RETRY_AFTER_S} s")
     if scope.get("path", "").startswith("/api/"):
-        body, kind = json.dumps({"error": message}).encode(), b"application/json"
+        body = json.dumps({"error": message, "problems": []}).encode()
+        kind = b"application/json"
     else:
         body, kind = message.encode(), b"text/plain; charset=utf-8"
     await send({"type": "http.response.start", "status": 503, "headers": [

@@ -159,3 +159,14 @@ def test_refusals_of_the_role_rules_have_the_error_shape(token_client, client):
     viewer = _post(token_client(Role.VIEWER), "/api/jobs", {"name": "x"})
     assert viewer.status_code == 403
     assert viewer.json()["error"] == "this needs the editor role or higher"
+
+
+@pytest.mark.parametrize(("header", "message"), [
+    ("Bearer not-a-token", "the API token is unknown or revoked"),
+    ("Basic dXNlcjpwdw==", "the Authorization header must be 'Bearer <token>'"),
+])
+def test_a_refused_token_has_the_error_shape(client, header, message):
+    answer = client.get("/api/jobs", HTTP_AUTHORIZATION=header)
+    assert answer.status_code == 401
+    assert answer.json() == {"error": message, "problems": [
+        {"where": "header Authorization", "message": message}]}

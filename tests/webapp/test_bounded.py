@@ -69,7 +69,7 @@ def test_past_the_queue_requests_get_503_with_retry_after_and_the_rest_are_serve
     assert set(gate.threads) <= {"request-0_0", "request-1_0"}
     assert status == 503 and headers[b"retry-after"] == b"1"
     assert headers[b"content-type"] == b"application/json"
-    assert "busy" in json.loads(body)["error"]
+    assert "busy" in json.loads(body)["error"] and json.loads(body)["problems"] == []
     assert page_status == 503 and page_headers[b"retry-after"] == b"1"
     assert page_headers[b"content-type"].startswith(b"text/plain")
 

@@ -21,14 +21,19 @@ class BearerTokenMiddleware:
         if header:
             scheme, _, token = header.partition(" ")
             if scheme.lower() != "bearer" or not token.strip():
-                return JsonResponse(
-                    {"error": "the Authorization header must be 'Bearer <token>'"}, status=401
-                )
+                return _refused("the Authorization header must be 'Bearer <token>'")
             user = user_for_token(token=token.strip())
             if user is None:
-                return JsonResponse({"error": "the API token is unknown or revoked"}, status=401)
+                return _refused("the API token is unknown or revoked")
             request.user = user
             request._cached_user = user
             request.auth_via_token = True
             request._dont_enforce_csrf_checks = True
         return self.get_response(request)
+
+
+def _refused(message: str) -> JsonResponse:
+    """401 in the API's error shape, the problem naming the header."""
+    return JsonResponse({"error": message,
+                         "problems": [{"where": "header Authorization", "message": message}]},
+                        status=401)

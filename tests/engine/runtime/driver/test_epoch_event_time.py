@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine.dag import parse_job_graph
+from engine.planner import plan_job
 from engine.runtime.control.run_config import initial_config
 from engine.runtime.driver.metrics import epoch_metrics
 from engine.runtime.stage.pipeline import EpochResult
@@ -35,7 +36,7 @@ def _metrics(reports: list[dict], watermark_ms: float | None) -> dict:
     graph = parse_job_graph(WINDOWED)
     result = EpochResult(stage_reports={"counts": reports}, rows_out={"events": 100})
     watermarks = {"counts": None if watermark_ms is None else int(watermark_ms * 1000)}
-    return epoch_metrics("r1", 7, graph, initial_config(graph), result, 900.0, 1000.0, {},
+    return epoch_metrics("r1", 7, graph, initial_config(plan_job(graph)), result, 900.0, 1000.0, {},
                          watermarks=watermarks, ended_ms=NOW_MS)
 
 

@@ -52,7 +52,8 @@ export function openLiveSocket({ path, onMessage, label }) {
   function connect() {
     clearRetry();
     if (stopped) return;
-    if (!navigator.onLine) { show("offline"); return; }
+    // Not gated on navigator.onLine: a browser with no network but loopback (or only a LAN)
+    // calls itself offline while the page's server answers. The "offline" event is the hint.
     show("connecting", "connecting…");
     const opened = new WebSocket(`${scheme}://${location.host}${path}`);
     socket = opened;
@@ -65,7 +66,6 @@ export function openLiveSocket({ path, onMessage, label }) {
     if (closed !== socket || stopped) return;  // a socket this client already let go
     socket = null;
     if (REFUSED.has(event.code)) { show("refused", "not available"); return; }
-    if (!navigator.onLine) { show("offline"); return; }  // the "online" event resumes
     if (openedAt && Date.now() - openedAt >= STABLE_MS) attempt = 0;
     openedAt = 0;
     attempt += 1;

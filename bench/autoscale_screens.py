@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from bench.autoscale import overload_job
+from bench.browser import signed_in_page
 from tests.webapp.private_stack import PrivateStack, wait_for
 
-CHROMIUM = "/usr/bin/chromium"
 OUT = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 PASSWORD = "screens-12345678"
 
@@ -23,8 +23,6 @@ def _say(message: str) -> None:
 
 def capture(rate: int = 60_000) -> None:
     """Runs the overloaded job on the product and saves the two screenshots."""
-    from playwright.sync_api import sync_playwright
-
     dag = overload_job(rate)
     dag["operators"][0]["params"]["max_rows_per_epoch"] = rate
     with PrivateStack() as stack:
@@ -35,14 +33,7 @@ def capture(rate: int = 60_000) -> None:
         _say(f"run {run_id} started at {rate} rows/s offered")
         wait_for(lambda: (api.get(f"/api/runs/{run_id}").get("epoch") or -1) >= 5,
                  timeout=600, what="five epochs")
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM,
-                                                 args=["--no-sandbox"])
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(f"{stack.url}/login/")
-            page.fill("#id_username", "screens")
-            page.fill("#id_password", PASSWORD)
-            page.click("button[type=submit]")
+        with signed_in_page(stack.url, "screens", PASSWORD) as page:
             page.goto(f"{stack.url}/runs/{run_id}/")
             page.wait_for_selector(".run-node.bottleneck", timeout=120_000)
             time.sleep(2)  # the charts fill in
@@ -57,7 +48,6 @@ def capture(rate: int = 60_000) -> None:
             _say("the autoscaler scaled counts to 2; waiting for the backlog to shrink")
             time.sleep(30)
             page.screenshot(path=str(OUT / "autoscale-after.png"), full_page=False)
-            browser.close()
         api.post(f"/api/runs/{run_id}/stop", {})
     _say(f"saved {OUT / 'autoscale-before.png'} and {OUT / 'autoscale-after.png'}")
 

@@ -37,7 +37,7 @@ def start_builtin(
     trigger: str = "0 seconds",
 ) -> StreamingQuery:
     """The same events, windowed count with watermark, append mode, noop sink."""
-    spec = GeneratorSpec(rows_per_second=rows_per_batch, keys=keys, start_ms=start_ms)
+    spec = GeneratorSpec.from_params({"rows_per_second": rows_per_batch, "keys": keys}, start_ms)
     counts = (
         read_generator(spark, spec, rows_per_batch)
         .withWatermark("event_time", WATERMARK)

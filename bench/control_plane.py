@@ -30,23 +30,19 @@ import time
 from datetime import datetime
 from typing import Any
 
+from bench.workload import chain_job, generator_source, views_filter, window_count
 from tests.webapp.private_stack import ApiClient, PrivateStack, wait_for
 
-BENCH_DAG = {
-    "name": "bench-control-plane",
-    "key_groups": 64,
-    "operators": [
-        {"id": "events", "type": "source.generator",
-         "params": {"rows_per_second": 20000, "keys": 5000}},
-        {"id": "views", "type": "filter", "params": {"condition": "event_type = 'view'"}},
-        {"id": "counts", "type": "window_aggregate", "parallelism": 2,
-         "params": {"key": ["campaign_id"], "time": "event_time", "window": "10 seconds",
-                    "watermark": "2 seconds", "aggregates": {"views": "count(*)"}}},
+BENCH_DAG = chain_job(
+    "bench-control-plane",
+    [
+        generator_source(20000, keys=5000),
+        views_filter(),
+        window_count(2, aggregates={"views": "count(*)"}),
         {"id": "out", "type": "sink.memory", "params": {}},
     ],
-    "edges": [{"from": "events", "to": "views"}, {"from": "views", "to": "counts"},
-              {"from": "counts", "to": "out"}],
-}
+    key_groups=64,
+)
 
 
 WARMUP_EPOCHS = 8

@@ -21,9 +21,14 @@ import pyarrow as pa
 
 from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.window_groups import process_group_instance
-from engine.runtime.operators.window_spec import parse_window_spec
+from engine.runtime.operators.window_spec import (
+    WINDOW_END,
+    WINDOW_START,
+    WindowSpec,
+    parse_window_spec,
+)
 from engine.runtime.operators.window_worker import process_window_instance, window_state_schema
-from engine.runtime.stage.vsn_worker import EpochTask, InstanceReport
+from engine.runtime.stage.vsn_worker import REPORT, EpochTask, InstanceReport
 from engine.runtime.state import StoreSpec, open_store
 
 ROWS = 100_000
@@ -32,16 +37,36 @@ SPEC = parse_window_spec(
     {"key": ["k"], "time": "t", "window": "10 minutes", "aggregates": {"n": "count(*)"}},
 )
 INPUT = pa.schema([(KG, pa.int32()), ("k", pa.int64()), (TIME_US, pa.int64())])
-OUTPUT = pa.schema(
-    [
-        ("k", pa.int64()),
-        ("window_start", pa.int64()),
-        ("window_end", pa.int64()),
-        ("n", pa.int64()),
-        ("__report", pa.string()),
-    ]
-)
 LAYOUTS = {"keyed": process_window_instance, "groups": process_group_instance}
+
+
+def window_task(
+    spec: WindowSpec,
+    input_schema: pa.Schema,
+    epoch: int,
+    *,
+    owners: tuple[int, ...],
+    watermark_us: int | None = None,
+) -> EpochTask:
+    """The epoch's task of a window instance run outside Spark, with the schemas the window
+    stage gives it for input rows of ``input_schema``: its output (keys, window bounds in
+    micros, aggregates and the report column) and its entries'. It names no store: the caller
+    hands the instance one."""
+    entries = window_state_schema(spec, input_schema)
+    aggregates = [
+        (a.name, pa.float64() if a.func == "avg" else entries.field(a.partials[0]).type)
+        for a in spec.aggregates
+    ]
+    output = pa.schema(
+        [
+            *(input_schema.field(k) for k in spec.keys),
+            (WINDOW_START, pa.int64()),
+            (WINDOW_END, pa.int64()),
+            *aggregates,
+            (REPORT, pa.string()),
+        ]
+    )
+    return EpochTask(spec, None, epoch, watermark_us, owners, output, entries)  # type: ignore[arg-type]
 
 
 def _epoch_ms(store: Any, process: Any, epoch: int, keys: np.ndarray) -> float:
@@ -52,15 +77,7 @@ def _epoch_ms(store: Any, process: Any, epoch: int, keys: np.ndarray) -> float:
             TIME_US: pa.array(np.full(len(keys), epoch * 1_000_000), pa.int64()),
         }
     )
-    task = EpochTask(
-        SPEC,
-        None,
-        epoch,
-        None,
-        (0,) * 64,
-        OUTPUT,  # type: ignore[arg-type]
-        window_state_schema(SPEC, INPUT),
-    )
+    task = window_task(SPEC, INPUT, epoch, owners=(0,) * 64)
     started = time.process_time()
     process(task, InstanceReport(instance=0), rows, store)
     return (time.process_time() - started) * 1000.0

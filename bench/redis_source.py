@@ -11,7 +11,6 @@ one second of event time, as the generator's does. Rows per second = rows over t
 from __future__ import annotations
 
 import os
-import statistics
 import tempfile
 import time
 import uuid
@@ -23,7 +22,7 @@ from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
 from bench.builtin import progress_ms
-from bench.rounds import alternating_rounds, rows_per_s
+from bench.rounds import alternating_rounds, side_by_side
 from bench.throughput import run_vsn
 from bench.workload import KEYS, window_count_job
 from engine.runtime.api import start_run
@@ -52,7 +51,7 @@ def redis_url() -> str:
 def fill_streams(spark: SparkSession, url: str, streams: list[str], rows: int,
                  rows_per_second: int) -> None:
     """Writes generator events 0..rows-1 round-robin into ``streams``."""
-    spec = GeneratorSpec(rows_per_second=rows_per_second, keys=KEYS, start_ms=0)
+    spec = GeneratorSpec.from_params({"rows_per_second": rows_per_second, "keys": KEYS})
     events = generator_batch(spark, spec, 0, rows).withColumn(
         "event_time", F.unix_millis("event_time")).orderBy("event_id")
 
@@ -115,16 +114,10 @@ def measure_redis_row(spark: SparkSession, rows_per_batch: int = 50_000, epochs:
 
     started = time.monotonic()
     redis_ms, generator_ms = alternating_rounds(from_redis, generator, rounds)
-    redis_rate = rows_per_s(rows_per_batch, redis_ms)
-    generator_rate = rows_per_s(rows_per_batch, generator_ms)
     return {
         "rows_per_batch": rows_per_batch,
         "streams": STREAMS,
-        "epochs_measured": len(redis_ms),
-        "redis_median_epoch_ms": round(statistics.median(redis_ms), 1),
-        "generator_median_epoch_ms": round(statistics.median(generator_ms), 1),
-        "redis_rows_per_s": round(redis_rate),
-        "generator_rows_per_s": round(generator_rate),
-        "redis_vs_generator": round(redis_rate / generator_rate, 3),
+        **side_by_side(rows_per_batch, ("redis", redis_ms), ("generator", generator_ms),
+                       ratio="redis_vs_generator"),
         "bench_s": round(time.monotonic() - started, 1),
     }

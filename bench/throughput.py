@@ -9,13 +9,12 @@ Python workers and is not measured, and so are the first epochs of every run.
 
 from __future__ import annotations
 
-import statistics
 import tempfile
 import time
 from typing import Any
 
 from bench.builtin import progress_ms, run_builtin
-from bench.rounds import alternating_rounds, rows_per_s
+from bench.rounds import alternating_rounds, side_by_side
 from bench.workload import generator_source, window_count_job
 from engine.runtime.api import start_run
 from engine.runtime.driver.metrics import CollectingPublisher
@@ -69,16 +68,9 @@ def measure(
     from bench.redis_source import measure_redis_row
 
     spark_ms, vsn_ms = alternating_rounds(builtin, vsn, rounds)
-    vsn_rate = rows_per_s(rows_per_batch, vsn_ms)
-    spark_rate = rows_per_s(rows_per_batch, spark_ms)
     return {
         "rows_per_batch": rows_per_batch,
         "keys": 100_000,
-        "epochs_measured": len(vsn_ms),
-        "vsn_median_epoch_ms": round(statistics.median(vsn_ms), 1),
-        "spark_median_epoch_ms": round(statistics.median(spark_ms), 1),
-        "vsn_rows_per_s": round(vsn_rate),
-        "spark_rows_per_s": round(spark_rate),
-        "ratio": round(vsn_rate / spark_rate, 3),
+        **side_by_side(rows_per_batch, ("vsn", vsn_ms), ("spark", spark_ms), ratio="ratio"),
         "redis_stream": measure_redis_row(spark),
     }

@@ -11,29 +11,12 @@ from django.db import transaction
 from webapp.accounts.models import User
 from webapp.accounts.roles import Role
 from webapp.accounts.services import user_create
-from webapp.demo_stream import DEMO_EVENT_SCHEMA, DEMO_STREAM
+from webapp.demo_stream import DEMO_DAG
 from webapp.jobs.models import Job, Trigger
 from webapp.jobs.services import job_create
 from webapp.runs.services import run_start
 
 DEMO_USERNAME = "admin"
-
-DEMO_DAG = {
-    "name": "campaign-views",
-    "key_groups": 128,
-    "operators": [
-        {"id": "events", "type": "source.redis_stream",
-         "params": {"url": "env:REDIS_URL", "streams": [DEMO_STREAM], "start": "latest",
-                    "schema": DEMO_EVENT_SCHEMA, "time_field": "event_time"}},
-        {"id": "views", "type": "filter", "params": {"condition": "event_type = 'view'"}},
-        {"id": "counts", "type": "window_aggregate", "parallelism": 2,
-         "params": {"key": ["campaign_id"], "time": "event_time", "window": "10 seconds",
-                    "watermark": "5 seconds", "aggregates": {"views": "count(*)"}}},
-        {"id": "out", "type": "sink.postgres", "params": {"table": "campaign_views"}},
-    ],
-    "edges": [{"from": "events", "to": "views"}, {"from": "views", "to": "counts"},
-              {"from": "counts", "to": "out"}],
-}
 
 
 @dataclass(frozen=True)

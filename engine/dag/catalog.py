@@ -100,6 +100,16 @@ def _p(name: str, kind: ParamKind, required: bool = False, default: Any = None,
                      maximum=maximum)
 
 
+def _source(name: str, *, params: tuple[ParamSpec, ...], doc: str) -> OperatorType:
+    # Every source is stateless, has no input, and may emit any number of rows per row read.
+    return OperatorType(name, "source", "stateless", "any", params=params, inputs=0, doc=doc)
+
+
+def _sink(name: str, *, params: tuple[ParamSpec, ...], doc: str) -> OperatorType:
+    # Every sink is stateless and writes each row it receives exactly once.
+    return OperatorType(name, "sink", "stateless", "exactly_one", params=params, doc=doc)
+
+
 MAX_ROWS_PER_SECOND = 10_000_000
 # The clock-driven sources' cap: what falls due beyond it waits as backlog.
 _MAX_ROWS_PER_EPOCH = _p(
@@ -108,8 +118,8 @@ _MAX_ROWS_PER_EPOCH = _p(
 
 
 _SOURCES = (
-    OperatorType(
-        "source.generator", "source", "stateless", "any",
+    _source(
+        "source.generator",
         params=(
             _p("rows_per_second", "positive_int", required=True, doc="rows emitted per second",
                maximum=MAX_ROWS_PER_SECOND),
@@ -122,31 +132,28 @@ _SOURCES = (
             _p("event_types", "string_list", doc="subset of view, click, purchase"),
             _MAX_ROWS_PER_EPOCH,
         ),
-        inputs=0,
         doc="Deterministic, replayable synthetic events with event time and skewable keys.",
     ),
-    OperatorType(
-        "source.rate", "source", "stateless", "any",
+    _source(
+        "source.rate",
         params=(
             _p("rows_per_second", "positive_int", required=True, maximum=MAX_ROWS_PER_SECOND),
             _MAX_ROWS_PER_EPOCH,
         ),
-        inputs=0,
         doc="(timestamp, value) rows at a fixed rate, value i due at start + i / rate.",
     ),
-    OperatorType(
-        "source.files", "source", "stateless", "any",
+    _source(
+        "source.files",
         params=(
             _p("path", "data_path", required=True, doc="folder inside the data folder"),
             _p("format", "file_format", required=True),
             _p("schema", "schema", doc="column -> type; needed for column checks downstream"),
             _p("max_files_per_trigger", "positive_int", doc="files per epoch; omitted = all new"),
         ),
-        inputs=0,
         doc="New files of a directory (JSON, CSV or Parquet).",
     ),
-    OperatorType(
-        "source.redis_stream", "source", "stateless", "any",
+    _source(
+        "source.redis_stream",
         params=(
             _p("url", "redis_url", required=True, doc="the broker; its password is never shown"),
             _p("streams", "stream_names", required=True, doc="stream keys, one partition each"),
@@ -165,7 +172,6 @@ _SOURCES = (
                doc="how long to wait for an unreachable broker before the run fails",
                maximum=3600),
         ),
-        inputs=0,
         doc="Entries of Redis Streams, exactly once, with offsets in the run's checkpoint; "
         "entries that do not fit the schema are counted as dead letters.",
     ),
@@ -222,20 +228,20 @@ _OPERATORS = (
 )
 
 _SINKS = (
-    OperatorType(
-        "sink.postgres", "sink", "stateless", "exactly_one",
+    _sink(
+        "sink.postgres",
         params=(_p("table", "identifier", required=True),),
         doc="Writes rows to a table of the sink schema, with the run id, committing with the "
         "epoch id.",
     ),
-    OperatorType(
-        "sink.files", "sink", "stateless", "exactly_one",
+    _sink(
+        "sink.files",
         params=(_p("path", "data_path", required=True, doc="folder inside the data folder"),
                 _p("format", "file_format", required=True)),
         doc="Writes rows as files into a directory.",
     ),
-    OperatorType(
-        "sink.memory", "sink", "stateless", "exactly_one",
+    _sink(
+        "sink.memory",
         params=(_p("name", "identifier"),),
         doc="Keeps rows in memory for inspection and tests.",
     ),

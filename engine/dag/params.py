@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from engine.dag.catalog import COLUMN_TYPES, OPERATOR_TYPES, OperatorType, ParamSpec
+from engine.dag.catalog import COLUMN_TYPES, OPERATOR_TYPES, OperatorType, ParamKind, ParamSpec
 from engine.dag.expressions import expression_problems
 from engine.dag.model import Operator
 from engine.dag.syntax import (
@@ -28,6 +28,9 @@ START_POSITIONS = ("earliest", "latest")
 PAYLOADS = ("fields", "json")
 ENTRY_ID = re.compile(r"^\d+(-\d+)?$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+Check = Callable[[Any], str | None]
+"""A param value's problem, or None if it is fine."""
 
 
 def params_with_defaults(op: Operator) -> dict[str, Any]:
@@ -117,10 +120,35 @@ def _string(value: Any) -> str | None:
     return None
 
 
-def _identifier(value: Any) -> str | None:
-    if not isinstance(value, str) or not TABLE_NAME.match(value):
-        return f"must be an identifier like my_table, got {value!r}"
-    return None
+def _text_check(is_valid: Callable[[str], object], wanted: str) -> Check:
+    """The check of a param that must be a string ``is_valid`` accepts, saying what is
+    ``wanted`` otherwise."""
+
+    def check(value: Any) -> str | None:
+        if isinstance(value, str) and is_valid(value):
+            return None
+        return f"must be {wanted}, got {value!r}"
+
+    return check
+
+
+def _one_of(choices: tuple[str, ...]) -> Check:
+    """The check of a param that must be one of ``choices``."""
+
+    def check(value: Any) -> str | None:
+        return None if value in choices else f"must be one of {list(choices)}, got {value!r}"
+
+    return check
+
+
+_identifier = _text_check(TABLE_NAME.match, "an identifier like my_table")
+_column = _text_check(COLUMN_NAME.match, "a column name")
+_interval = _text_check(
+    lambda text: interval_seconds(text) is not None,
+    "an interval like '10 seconds' or '1 minute', from 1 millisecond to 366 days")
+_aggregate = _text_check(
+    lambda text: parse_aggregate(text) is not None,
+    "one of count(*), count(col), sum(col), min(col), max(col), avg(col)")
 
 
 def _expression(value: Any) -> str | None:
@@ -134,19 +162,6 @@ def _short(text: str, limit: int = 120) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
-def _interval(value: Any) -> str | None:
-    if not isinstance(value, str) or interval_seconds(value) is None:
-        return (f"must be an interval like '10 seconds' or '1 minute', from 1 millisecond to "
-                f"366 days, got {value!r}")
-    return None
-
-
-def _column(value: Any) -> str | None:
-    if not isinstance(value, str) or not COLUMN_NAME.match(value):
-        return f"must be a column name, got {value!r}"
-    return None
-
-
 def _columns(value: Any) -> str | None:
     if not isinstance(value, list) or len(value) > MAX_ENTRIES or any(_column(v) for v in value):
         return f"must be a list of at most {MAX_ENTRIES} column names, got {value!r}"
@@ -155,7 +170,7 @@ def _columns(value: Any) -> str | None:
     return None
 
 
-def _mapping_of(check: Callable[[Any], str | None], what: str) -> Callable[[Any], str | None]:
+def _mapping_of(check: Check, what: str) -> Check:
     def check_mapping(value: Any) -> str | None:
         if not isinstance(value, Mapping) or not value:
             return f"must be a non-empty object of {what}, got {value!r}"
@@ -170,13 +185,6 @@ def _mapping_of(check: Callable[[Any], str | None], what: str) -> Callable[[Any]
         return None
 
     return check_mapping
-
-
-def _aggregate(value: Any) -> str | None:
-    if not isinstance(value, str) or parse_aggregate(value) is None:
-        return (f"must be one of count(*), count(col), sum(col), min(col), max(col), "
-                f"avg(col), got {value!r}")
-    return None
 
 
 def _column_type(value: Any) -> str | None:
@@ -200,10 +208,6 @@ def _data_path(value: Any) -> str | None:
         return (f"must be a folder relative to the data folder, without '..' or a leading '/', "
                 f"got {value!r}")
     return None
-
-
-def _file_format(value: Any) -> str | None:
-    return None if value in FILE_FORMATS else f"must be one of {list(FILE_FORMATS)}, got {value!r}"
 
 
 def _redis_url(value: Any) -> str | None:
@@ -246,11 +250,7 @@ def _stream_start(value: Any) -> str | None:
     return f"must be earliest, latest or {{stream: entry id like 1700000000000-0}}, got {value!r}"
 
 
-def _stream_payload(value: Any) -> str | None:
-    return None if value in PAYLOADS else f"must be one of {list(PAYLOADS)}, got {value!r}"
-
-
-_CHECKS: dict[str, Callable[[Any], str | None]] = {
+_CHECKS: dict[ParamKind, Check] = {
     "positive_int": _positive_int,
     "int": _int,
     "non_negative_float": _non_negative_float,
@@ -264,10 +264,10 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "aggregates": _mapping_of(_aggregate, "name -> aggregate"),
     "schema": _mapping_of(_column_type, "column -> type"),
     "string_list": _string_list,
-    "file_format": _file_format,
+    "file_format": _one_of(FILE_FORMATS),
     "data_path": _data_path,
     "redis_url": _redis_url,
     "stream_names": _stream_names,
     "stream_start": _stream_start,
-    "stream_payload": _stream_payload,
+    "stream_payload": _one_of(PAYLOADS),
 }

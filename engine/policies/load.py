@@ -42,11 +42,15 @@ class UnitLoad:
 
     unit_id: str
     operators: tuple[str, ...]
-    leader: str
     instances: int
     demand_rate: float
     capacity_per_instance: float
     congested: bool
+
+    @property
+    def leader(self) -> str:
+        """The operator whose parallelism sets the unit's instances: its first."""
+        return self.operators[0]
 
     @property
     def capacity(self) -> float:
@@ -144,8 +148,8 @@ def load_model(
         demand = demand_out[entry] if entry in sources else demand_in[entry]
         capacity = per_instance * unit["instances"]
         congested = capacity > 0 and demand > threshold * capacity
-        units[unit_id] = UnitLoad(unit_id, tuple(unit["operators"]), unit["leader"],
-                                  unit["instances"], demand, per_instance, congested)
+        units[unit_id] = UnitLoad(unit_id, tuple(unit["operators"]), unit["instances"],
+                                  demand, per_instance, congested)
     overhead = overhead_share(epochs, units)
     if units and sum(u.utilisation for u in units.values()) + overhead > threshold:
         worst = max(units.values(), key=lambda u: u.utilisation)
@@ -227,11 +231,10 @@ def _units(epoch: Epoch) -> dict[str, dict[str, Any]]:
     units: dict[str, dict[str, Any]] = {}
     for op_id, op in epoch["operators"].items():
         if op.get("region") is None and op.get("busy_ms") is not None:
-            units[op_id] = {"operators": [op_id], "leader": op_id,
-                            "instances": op["instances"]}
+            units[op_id] = {"operators": [op_id], "instances": op["instances"]}
     for region_id, region in (epoch.get("regions") or {}).items():
         units[region_id] = {"operators": list(region["operators"]),
-                            "leader": region["leader"], "instances": region["instances"]}
+                            "instances": region["instances"]}
     return units
 
 

@@ -88,9 +88,9 @@ def _name_of(document: Mapping[str, Any] | JobGraph) -> str:
 
 def _run_id_of(options: RunOptions) -> str:
     # A restarted run keeps the id stored in its checkpoint.
-    from engine.runtime.driver.job_run import _run_info
+    from engine.runtime.driver.options import run_info
 
-    return str(_run_info(options)["run_id"])
+    return str(run_info(options)["run_id"])
 
 
 def stop_run(run: JobRun) -> str:

@@ -1,6 +1,7 @@
 // Time-series charts on uPlot. Data is kept in full (up to MAX_POINTS) and decimated to about
 // two points per pixel before drawing, so an hour of 1-second epochs redraws in a few ms.
-// Reconfigurations are drawn as dashed vertical markers on the time axis.
+// Reconfigurations are drawn as dashed vertical markers on the time axis. Times read in UTC,
+// as on the server's pages; an axis states all its ticks in one unit.
 /* global uPlot */
 
 export const MAX_POINTS = 4 * 3600;
@@ -31,30 +32,71 @@ export function decimate(columns, target, agg) {
   return out;
 }
 
+const MARKER_ROWS = 3;
+
+// Each marker's label goes on the first row where it overlaps no other label; a label with
+// no free row is left out (its marker line is still drawn). `chart.markerLabels` keeps the
+// boxes drawn, in CSS pixels.
 function markerPlugin(chart) {
   return {
     hooks: {
       draw: [(u) => {
         const { ctx, bbox } = u;
+        const px = devicePixelRatio;
         ctx.save();
         ctx.strokeStyle = "#7c3aed";
         ctx.fillStyle = "#7c3aed";
-        ctx.lineWidth = 1.5 * devicePixelRatio;
-        ctx.setLineDash([5 * devicePixelRatio, 4 * devicePixelRatio]);
-        ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
-        for (const m of chart.markers) {
+        ctx.lineWidth = 1.5 * px;
+        ctx.setLineDash([5 * px, 4 * px]);
+        ctx.font = `${11 * px}px system-ui, sans-serif`;
+        const rowEnds = new Array(MARKER_ROWS).fill(-Infinity);
+        chart.markerLabels = [];
+        for (const m of [...chart.markers].sort((a, b) => a.t - b.t)) {
           const x = Math.round(u.valToPos(m.t, "x", true));
           if (x < bbox.left || x > bbox.left + bbox.width) continue;
           ctx.beginPath();
           ctx.moveTo(x, bbox.top);
           ctx.lineTo(x, bbox.top + bbox.height);
           ctx.stroke();
-          ctx.fillText(m.label, x + 4 * devicePixelRatio, bbox.top + 12 * devicePixelRatio);
+          const left = x + 4 * px;
+          const width = ctx.measureText(m.label).width;
+          const row = rowEnds.findIndex((end) => end + 6 * px <= left);
+          if (row < 0) continue;
+          rowEnds[row] = left + width;
+          const y = bbox.top + (12 + 13 * row) * px;
+          ctx.fillText(m.label, left, y);
+          chart.markerLabels.push({ label: m.label, x: left / px, y: y / px, width: width / px });
         }
         ctx.restore();
       }],
     },
   };
+}
+
+const two = (n) => String(n).padStart(2, "0");
+
+// hh:mm:ss in UTC (hh:mm when ticks are a minute or more apart).
+export function utcClock(t, step = 1) {
+  const d = new Date(t * 1000);
+  const hm = `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}`;
+  return step >= 60 && d.getUTCSeconds() === 0 ? hm : `${hm}:${two(d.getUTCSeconds())}`;
+}
+
+// Time ticks fall on whole seconds: no ":54.000" when the data spans a few seconds.
+const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600];
+
+// Units an axis may use for a formatter's values, largest first: [from, divisor, suffix].
+const AXIS_UNITS = new Map();
+
+// One unit for all of an axis's ticks (chosen by the largest), with the decimals the step
+// between ticks needs: "9.5 s, 10.0 s", never "9500 ms, 10.0 s".
+export function tickLabels(values, units) {
+  const finite = values.filter((v) => Number.isFinite(v));
+  const top = Math.max(0, ...finite.map((v) => Math.abs(v)));
+  const [, divisor, suffix] = units.find(([from]) => top >= from) || units[units.length - 1];
+  const step = finite.length > 1 ? Math.abs(finite[1] - finite[0]) / divisor : 1;
+  const decimals = step >= 1 || step === 0 ? 0 : Math.min(3, Math.ceil(-Math.log10(step) - 1e-9));
+  return values.map((v) => (Number.isFinite(v) ? `${(v / divisor).toFixed(decimals)}${suffix}` : ""));
 }
 
 export class TimeChart {
@@ -65,14 +107,20 @@ export class TimeChart {
     this.columns = [[], ...series.map(() => [])];
     this.markers = [];
     this.pending = false;
+    const units = AXIS_UNITS.get(valueFormat);
     const opts = {
       width: Math.max(element.clientWidth, 300),
       height,
       legend: { live: true },
       cursor: { drag: { x: true, y: false } },
       scales: { x: { time: true } },
-      axes: [{}, { size: 72, values: (u, vals) => vals.map(valueFormat) }],
-      series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.stroke, width: 1.5,
+      axes: [
+        { label: "time (UTC)", labelSize: 18, labelFont: "12px system-ui, sans-serif", space: 72,
+          incrs: TIME_STEPS, values: (u, splits, axis, space, step) => splits.map((t) => utcClock(t, step)) },
+        { size: 72, space: 28,
+          values: (u, vals) => (units ? tickLabels(vals, units) : vals.map(valueFormat)) },
+      ],
+      series: [{ label: "Time", value: (u, t) => (t == null ? "—" : `${utcClock(t)} UTC`) }, ...series.map((s) => ({ label: s.label, stroke: s.stroke, width: 1.5,
         dash: s.dash, spanGaps: true, value: (u, v) => (v == null ? "—" : valueFormat(v)) }))],
       plugins: [markerPlugin(this)],
     };
@@ -133,3 +181,6 @@ export function formatMs(v) {
   if (v >= 10000) return `${(v / 1000).toFixed(1)} s`;
   return `${v.toFixed(0)} ms`;
 }
+
+AXIS_UNITS.set(formatRate, [[1e6, 1e6, "M"], [1e4, 1e3, "k"], [-Infinity, 1, ""]]);
+AXIS_UNITS.set(formatMs, [[10000, 1000, " s"], [-Infinity, 1, " ms"]]);

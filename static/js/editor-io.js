@@ -3,6 +3,27 @@
 import { $, esc, csrfToken } from "./dom.js";
 import { liveStateLabel, openLiveSocket } from "./live-socket.js";
 
+// The document's keys in reading order, as the server shows it (engine/dag/document.py):
+// name, key_groups, operators, edges; an operator's id, type, parallelism, params; an edge's
+// from before to. Keys it does not know keep their order after the known ones.
+const DOCUMENT_ORDER = ["name", "key_groups", "operators", "edges"];
+const OPERATOR_ORDER = ["id", "type", "parallelism", "params"];
+const EDGE_ORDER = ["from", "to"];
+
+function inOrder(item, order) {
+  if (!item || typeof item !== "object" || Array.isArray(item)) return item;
+  const known = order.filter((k) => k in item);
+  return Object.fromEntries([...known, ...Object.keys(item).filter((k) => !order.includes(k))]
+    .map((k) => [k, item[k]]));
+}
+
+export function documentInOrder(doc) {
+  const shown = inOrder(doc, DOCUMENT_ORDER);
+  if (Array.isArray(shown.operators)) shown.operators = shown.operators.map((o) => inOrder(o, OPERATOR_ORDER));
+  if (Array.isArray(shown.edges)) shown.edges = shown.edges.map((e) => inOrder(e, EDGE_ORDER));
+  return shown;
+}
+
 export function setupDocumentIO(editor) {
   const { state, config, changed, showProblems } = editor;
   const csrf = csrfToken();
@@ -19,7 +40,7 @@ export function setupDocumentIO(editor) {
   });
 
   $("export").addEventListener("click", () => {
-    const blob = new Blob([JSON.stringify(state.doc, null, 2)], { type: "application/json" });
+    const blob = new Blob([JSON.stringify(documentInOrder(state.doc), null, 2)], { type: "application/json" });
     const a = document.createElement("a");
     a.href = URL.createObjectURL(blob);
     a.download = `${state.doc.name || "job"}.json`;
@@ -73,7 +94,8 @@ export function setupDocumentIO(editor) {
     status.textContent = "Saving…";
     const comment = $("save-comment").value.trim();
     const url = config.job ? `/api/jobs/${config.job}/versions` : `/api/jobs?comment=${encodeURIComponent(comment)}`;
-    const body = config.job ? { dag: state.doc, base_version: config.base_version, comment } : state.doc;
+    const dag = documentInOrder(state.doc);
+    const body = config.job ? { dag, base_version: config.base_version, comment } : dag;
     try {
       // Look before saving: a newer version means a conflict, shown without a refused request.
       if (config.job && (await showNewerVersion())) {

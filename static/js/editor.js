@@ -6,10 +6,11 @@ import { drawGraph } from "./graph.js";
 import { $, csrfToken, esc, nodeButton } from "./dom.js";
 import { createInspector } from "./editor-inspector.js";
 import { setupDocumentIO } from "./editor-io.js";
+import { READABLE_SCALE, canvasMaxHeight, createCanvasView } from "./editor-canvas.js";
 
 const config = JSON.parse(document.getElementById("editor-config").textContent);
 const catalog = new Map(config.catalog.map((t) => [t.type, t]));
-const NODE = { width: 168, height: 62, ranksep: 36, nodesep: 18 };
+const NODE = { width: 168, height: 68, ranksep: 36, nodesep: 18 };
 const csrf = csrfToken();
 
 const state = {
@@ -150,25 +151,52 @@ function renderNode(op, el) {
   const problem = document.createElement("div");
   problem.className = "node-problem";
   el.append(head, meta, problem);
+  if (!type || type.role !== "sink") el.append(outputPort(op.id));
   el.addEventListener("click", () => nodeActivated(op.id));
   el.classList.toggle("selected", state.selected?.operator === op.id);
   el.classList.toggle("connect-source", state.connectFrom === op.id);
 }
 
+// The handle to drag an edge from (a click on it starts connecting, as the → button does).
+function outputPort(id) {
+  const port = document.createElement("span");
+  port.className = "port";
+  port.title = `Drag to the operator ${id} feeds`;
+  port.setAttribute("aria-hidden", "true");
+  port.addEventListener("pointerdown", (event) => {
+    if (event.button !== 0) return;
+    clearEdgeMessage();
+    canvas.startDrag(id, event);
+  });
+  port.addEventListener("click", (event) => {
+    event.stopPropagation();
+    if (!canvas.clickedAfterDrag()) startConnect(id);
+  });
+  return port;
+}
+
 function render() {
   $("empty-canvas").hidden = state.doc.operators.length > 0;
   graph = drawGraph($("editor-graph"), state.doc, {
-    size: NODE, renderNode, minScale: 0.8,
+    size: NODE, renderNode, minScale: READABLE_SCALE, orient: "auto", scaleToFit: false,
+    maxHeight: canvasMaxHeight(),
     edgeClass: (e) => (state.selected?.edge === edgeKey(e) ? "selected" : ""),
     onEdgeClick: (e) => select({ edge: edgeKey(e) }),
   });
+  canvas.attach(graph);
   $("doc-name").value = state.doc.name || "";
   $("doc-key-groups").value = state.doc.key_groups ?? 128;
   inspector.render();
   showProblems();
 }
 
+// A refused edge's message answers the attempt; the next action makes it old news.
+function clearEdgeMessage() {
+  $("edge-message").hidden = true;
+}
+
 function changed({ redraw = true } = {}) {
+  clearEdgeMessage();
   remember();
   if (redraw) render();
   scheduleValidation();
@@ -209,6 +237,7 @@ function updateHistoryButtons() {
 }
 
 function select(target) {
+  clearEdgeMessage();
   state.selected = target;
   render();
 }
@@ -225,6 +254,7 @@ function nodeActivated(id) {
 }
 
 function startConnect(id) {
+  clearEdgeMessage();
   state.connectFrom = id;
   $("connect-hint").textContent = `Connecting from ${id}: choose the operator it feeds (Esc cancels).`;
   render();
@@ -232,11 +262,27 @@ function startConnect(id) {
 
 const typing = (el) => el && (el.isContentEditable || ["INPUT", "SELECT", "TEXTAREA"].includes(el.tagName));
 
+function cancelConnecting() {
+  if (canvas.cancelDrag()) return true;
+  if (!state.connectFrom) return false;
+  state.connectFrom = null;
+  $("connect-hint").textContent = "";
+  render();
+  return true;
+}
+
+// Keys that act on the canvas; none of them while a field has the focus.
+const CANVAS_KEYS = {
+  "+": () => canvas.zoomIn(), "=": () => canvas.zoomIn(), "-": () => canvas.zoomOut(),
+  "0": () => canvas.fit(), "?": () => $("shortcuts").showModal(),
+  ArrowLeft: () => canvas.panBy(40, 0), ArrowRight: () => canvas.panBy(-40, 0),
+  ArrowUp: () => canvas.panBy(0, 40), ArrowDown: () => canvas.panBy(0, -40),
+};
+
 document.addEventListener("keydown", (event) => {
-  if (event.key === "Escape" && state.connectFrom) {
-    state.connectFrom = null;
-    $("connect-hint").textContent = "";
-    render();
+  if ($("shortcuts").open) return; // the dialog closes itself on Esc
+  if (event.key === "Escape") {
+    if (!cancelConnecting() && state.selected && !typing(document.activeElement)) select(null);
     return;
   }
   const mod = event.ctrlKey || event.metaKey;
@@ -257,8 +303,43 @@ document.addEventListener("keydown", (event) => {
     event.preventDefault();
     if (state.selected.operator) deleteOperator(state.selected.operator);
     else removeEdge(state.selected.edge);
+  } else if (!mod && !event.altKey && CANVAS_KEYS[event.key]) {
+    event.preventDefault();
+    CANVAS_KEYS[event.key]();
   }
 });
+
+// Whether `to` already reaches `from`, so that an edge from -> to would close a cycle.
+function reaches(start, goal) {
+  const seen = new Set([start]);
+  const queue = [start];
+  while (queue.length) {
+    const id = queue.shift();
+    if (id === goal) return true;
+    for (const e of state.doc.edges) {
+      if (e.from === id && !seen.has(e.to)) { seen.add(e.to); queue.push(e.to); }
+    }
+  }
+  return false;
+}
+
+// Why the editor refuses an edge before asking the server, or null; shown while dragging.
+function edgeRefusal(from, to) {
+  if (from === to) return "an operator cannot feed itself";
+  if (catalog.get(opById(from)?.type)?.role === "sink") return `${from} is a sink: it has no output`;
+  if (catalog.get(opById(to)?.type)?.role === "source") return `${to} is a source: it takes no input`;
+  if (state.doc.edges.some((e) => e.from === from && e.to === to)) return "they are already connected";
+  if (reaches(to, from)) return `it would make a cycle: ${to} already feeds ${from}`;
+  return null;
+}
+
+function showDragState(drag) {
+  const hint = $("connect-hint");
+  if (!drag) hint.textContent = "";
+  else if (!drag.to) hint.textContent = `Connecting from ${drag.from}: drop on the operator it feeds (Esc cancels).`;
+  else if (drag.why) hint.textContent = `${drag.from} → ${drag.to} refused: ${drag.why}.`;
+  else hint.textContent = `Release to connect ${drag.from} → ${drag.to}.`;
+}
 
 // An edge is added only if it brings no new problem; otherwise it is rejected with the
 // server's messages, and the document stays as it was.
@@ -271,6 +352,8 @@ async function connect(from, to) {
     message.hidden = false;
     render();
   };
+  // The editor's own reasons (edgeRefusal) are shown while dragging; on release the server
+  // judges the edge and its messages are the ones shown, as for any other edit.
   if (from === to) return reject("an operator cannot feed itself");
   if (state.doc.edges.some((e) => e.from === from && e.to === to)) return reject("they are already connected");
   const candidate = structuredClone(state.doc);
@@ -361,11 +444,13 @@ function renderPalette() {
 const editor = { state, config, catalog, opById, edgeKey, problemsOf, changed, showProblems,
   connect, removeEdge, deleteOperator, renameOperator };
 const inspector = createInspector(editor);
+const canvas = createCanvasView($("editor-graph"), { refusal: edgeRefusal, connect, onDragState: showDragState });
 
 setupDocumentIO(editor);
 renderPalette();
 $("undo").addEventListener("click", undo);
 $("redo").addEventListener("click", redo);
+$("shortcuts-open").addEventListener("click", () => $("shortcuts").showModal());
 state.last = JSON.stringify(state.doc);
 updateHistoryButtons();
 render();

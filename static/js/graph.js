@@ -4,9 +4,9 @@
 
 const SVG = "http://www.w3.org/2000/svg";
 
-export function layoutGraph(document_, size) {
+export function layoutGraph(document_, size, rankdir = "LR") {
   const g = new dagre.graphlib.Graph();
-  g.setGraph({ rankdir: "LR", nodesep: size.nodesep ?? 22, ranksep: size.ranksep ?? 48,
+  g.setGraph({ rankdir, nodesep: size.nodesep ?? 22, ranksep: size.ranksep ?? 48,
                marginx: 12, marginy: 12 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const op of document_.operators) g.setNode(op.id, { width: size.width, height: size.height });
@@ -18,7 +18,27 @@ export function layoutGraph(document_, size) {
   for (const id of g.nodes()) nodes[id] = g.node(id);
   const edges = g.edges().map((e) => ({ from: e.v, to: e.w, points: g.edge(e).points }));
   const graph = g.graph();
-  return { nodes, edges, width: Math.max(graph.width || 0, 120), height: Math.max(graph.height || 0, 80) };
+  return { nodes, edges, rankdir, width: Math.max(graph.width || 0, 120), height: Math.max(graph.height || 0, 80) };
+}
+
+// The scale at which a layout fits the room it is given, never above 1.
+const fitScale = (laid, width, height) => Math.min(1, width / laid.width, height / laid.height);
+
+// Left to right when the graph fits the width at `minScale` or more; otherwise top to bottom
+// if that shows it larger, so a long pipeline in a narrow column keeps readable text instead
+// of shrinking (or running off the side).
+function layoutForRoom(document_, size, { orient, width, height }) {
+  const across = layoutGraph(document_, size, "LR");
+  if (orient !== "auto" || fitScale(across, width, height) >= (size.minScale ?? 1)) return across;
+  const down = layoutGraph(document_, size, "TB");
+  return fitScale(down, width, height) > fitScale(across, width, height) ? down : across;
+}
+
+// A node's texts are cut with an ellipsis when there is no room; the whole text is its title.
+function titleCutTexts(el) {
+  for (const text of el.querySelectorAll(".op-id, .op-type")) {
+    if (!text.title) text.title = text.textContent;
+  }
 }
 
 function edgePath(points) {
@@ -41,12 +61,16 @@ function arrowMarker(svg, id) {
 
 // Draws the graph into `container`, replacing what was there. `renderNode(op, element)` fills
 // each operator's element; `edgeClass(edge)` may add a class to an edge; `onEdgeClick(edge)`
-// makes edges clickable. Returns {nodes: {id: element}, fit()}.
+// makes edges clickable. `orient: "auto"` lets a graph too long for the width run top to
+// bottom (see layoutForRoom); `scaleToFit: false` leaves the scale to the caller (the editor
+// pans and zooms). Returns {nodes: {id: element}, fit(), layout, stage}.
 export function drawGraph(container, document_, options) {
-  const { size, renderNode, edgeClass, onEdgeClick, minScale = 0.55 } = options;
-  const laid = layoutGraph(document_, size);
+  const { size, renderNode, edgeClass, onEdgeClick, minScale = 0.55, orient = "LR",
+    scaleToFit = true, maxHeight = Infinity } = options;
+  const laid = layoutForRoom(document_, { ...size, minScale }, {
+    orient, width: container.clientWidth - 2, height: maxHeight });
   const stage = document.createElement("div");
-  stage.className = "graph-stage";
+  stage.className = `graph-stage rank-${laid.rankdir.toLowerCase()}`;
   stage.style.width = `${laid.width}px`;
   stage.style.height = `${laid.height}px`;
   const svg = document.createElementNS(SVG, "svg");
@@ -84,6 +108,7 @@ export function drawGraph(container, document_, options) {
     el.style.width = `${size.width}px`;
     el.style.height = `${size.height}px`;
     renderNode(op, el);
+    titleCutTexts(el);
     stage.append(el);
     elements[op.id] = el;
   }
@@ -94,6 +119,6 @@ export function drawGraph(container, document_, options) {
     // zoom (unlike a transform) shrinks the layout box too, so no blank scroll area remains.
     stage.style.zoom = scale < 1 ? String(scale) : "";
   };
-  fit();
-  return { nodes: elements, fit, layout: laid };
+  if (scaleToFit) fit();
+  return { nodes: elements, fit, layout: laid, stage };
 }

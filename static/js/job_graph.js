@@ -6,8 +6,9 @@ function draw() {
   const source = document.getElementById("version-dag");
   if (!canvas || !source) return;
   const dag = JSON.parse(source.textContent);
+  // Text is not shrunk below 90 %: a pipeline too long for the panel is drawn top to bottom.
   drawGraph(canvas, dag, {
-    size: { width: 150, height: 44, ranksep: 40, nodesep: 14 },
+    size: { width: 156, height: 50, ranksep: 36, nodesep: 14 }, orient: "auto", minScale: 0.9,
     renderNode: (op, el) => {
       const id = document.createElement("div");
       id.className = "op-id";

@@ -56,10 +56,13 @@ export function paramField(param, value, idPrefix, onInput) {
   label.htmlFor = id;
   label.textContent = param.name;
   if (param.required) {
+    // The star is for the eye; the input's `required` is what assistive technology announces
+    // (a label naming it too would read "timerequired").
     const req = document.createElement("span");
     req.className = "req";
     req.textContent = " *";
-    req.setAttribute("aria-label", "required");
+    req.setAttribute("aria-hidden", "true");
+    req.title = "required";
     label.append(req);
   }
   let input;

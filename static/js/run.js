@@ -8,6 +8,7 @@ import { $, esc } from "./dom.js";
 import { openLiveSocket } from "./live-socket.js";
 import { setupScaling } from "./run-scale.js";
 import { setupBroker } from "./run-broker.js";
+import { setupChanges } from "./run-changes.js";
 import { EpochWindow, maxOf, meanOf, rolling } from "./smoothing.js";
 
 const config = JSON.parse(document.getElementById("run-config").textContent);
@@ -189,6 +190,26 @@ function applyWatermarks(wm) {
   }
 }
 
+// Each keyed operator's state traffic in the last epoch: bytes read from the store, written.
+function applyStateTraffic(st) {
+  for (const opId of config.keyed) {
+    const row = document.querySelector(`[data-watermark="${CSS.escape(opId)}"]`);
+    if (!row) continue;
+    const v = st[opId];
+    row.querySelector('[data-f="state-read"]').textContent = v ? formatBytes(v[0]) : "—";
+    row.querySelector('[data-f="state-written"]').textContent = v ? formatBytes(v[1]) : "—";
+  }
+}
+
+function formatBytes(n) {
+  if (n == null) return "—";
+  const units = ["B", "KB", "MB", "GB"];
+  let value = n;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) { value /= 1000; unit += 1; }
+  return `${unit ? value.toFixed(1) : value} ${units[unit]}`;
+}
+
 function rememberRaw(m) {
   const raw = state.raw;
   if (raw.t.length && m.t <= raw.t[raw.t.length - 1]) return false;
@@ -235,9 +256,17 @@ function applyFigures(m) {
   document.querySelectorAll("[data-smoothing-epochs]").forEach((el) => { el.textContent = String(state.window.size); });
   $("smoothing").dataset.over = String(state.window.count);
   $("kpi-batch").textContent = formatMs(m.d);
-  const trend = m.growth == null ? "" : m.growth > 0 ? ` ↑${formatRate(m.growth)}/s` : m.growth < 0 ? ` ↓${formatRate(-m.growth)}/s` : " steady";
-  $("kpi-backlog").textContent = `${formatRate(m.backlog)}${trend}`;
-  $("kpi-backlog").classList.toggle("bad", (m.growth || 0) > 0);
+  const trend = m.growth == null ? "" : m.growth > 0 ? `↑${formatRate(m.growth)}/s` : m.growth < 0 ? `↓${formatRate(-m.growth)}/s` : "steady";
+  const backlog = $("kpi-backlog");
+  backlog.textContent = formatRate(m.backlog);
+  if (trend) {
+    // The trend on a line of its own: beside the figure it was cut off in a narrow column.
+    const line = document.createElement("small");
+    line.className = "trend";
+    line.textContent = trend;
+    backlog.append(line);
+  }
+  backlog.classList.toggle("bad", (m.growth || 0) > 0);
   $("kpi-offered").textContent = m.offered == null ? "—" : `${formatRate(m.offered)}/s`;
   $("kpi-in").textContent = `${formatRate(ingest)}/s`;
   $("kpi-out").textContent = `${formatRate(egress)}/s`;
@@ -245,6 +274,7 @@ function applyFigures(m) {
   $("kpi-p99").textContent = formatMs(p99);
   applyOperators(m.ops, m.d, m.bottleneck, recent, m.wm || {});
   applyWatermarks(m.wm || {});
+  applyStateTraffic(m.st || {});
 }
 
 function setMarkers() {
@@ -351,6 +381,9 @@ function onMessage(event) {
     });
     setMarkers();
     htmx.trigger(document.body, "reconfigurations-changed");
+    document.body.dispatchEvent(new CustomEvent("reconfiguration-status", {
+      detail: { id: event.reconfiguration, status: event.status },
+    }));
   }
 }
 
@@ -363,6 +396,7 @@ function applyLive(epoch, m) {
 }
 
 const scaling = setupScaling({ state, refreshSteps, setStatus });
+setupChanges();
 
 $("smoothing-epochs").addEventListener("change", (event) => {
   state.window.size = Number(event.target.value);

@@ -16,13 +16,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from webapp.launcher.health import answers_health
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -66,14 +66,6 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "healthz", timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 def _launcher_env(var_dir: Path) -> dict[str, str]:
@@ -127,7 +119,7 @@ def stack() -> Iterator[Stack]:
                   var_dir=var_dir)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not _healthy(url):
+        while not answers_health(url):
             if launcher.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the stack did not start; see {log.name}")
             time.sleep(0.5)
@@ -214,6 +206,14 @@ def signed_in(stack, browser) -> Iterator[Callable]:
 def wait_live(page) -> None:
     """Until the page's websocket is connected (its state label says "live")."""
     page.wait_for_function("document.querySelector('#live-state').textContent === 'live'")
+
+
+def htmx_settled(page) -> None:
+    """Until htmx has settled its last swap. Swapped-in content is in the page before htmx
+    binds its triggers (its settle step, 20 ms later), and a change made inside that gap
+    sends nothing; a person is never that quick, a test is."""
+    page.wait_for_function(
+        "!document.querySelector('.htmx-added, .htmx-settling, .htmx-request, .htmx-swapping')")
 
 
 def run_page_open(page, run_id: int) -> None:

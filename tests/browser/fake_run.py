@@ -62,11 +62,28 @@ def fake_run_create(*, dag: dict[str, Any] | None = None, name: str | None = Non
     )
 
 
+def key_group_weights(key_groups: int) -> list[float]:
+    """How the fake's rows fall on key groups: the lower ones hotter, as a skewed key."""
+    return [1.0 / (1.0 + kg / 8.0) for kg in range(key_groups)]
+
+
+def _rows_per_instance(rows: int, ranges: list[list[int]], weights: list[float],
+                       count: int) -> list[int]:
+    """A keyed operator's rows per instance when its key groups carry `weights`."""
+    share = [0.0] * count
+    for first, last, instance in ranges:
+        if instance < count:
+            share[instance] += sum(weights[first:last + 1])
+    return [round(rows * s / sum(weights)) for s in share]
+
+
 def synthetic_epoch(document: dict[str, Any], epoch: int, *,
                     instances: dict[str, int] | None = None,
-                    base_rate: float = 20000.0) -> dict[str, Any]:
+                    base_rate: float = 20000.0,
+                    assignment: dict[str, list[list[int]]] | None = None) -> dict[str, Any]:
     """Plausible per-operator figures for one epoch: a wave on the source rate, the keyed
-    operator congested at 2 instances, selectivity along the graph."""
+    operator congested at 2 instances, selectivity along the graph. With the keyed operators'
+    key-group ranges (`assignment`), their rows per instance as a driver reports them."""
     instances = instances or {}
     rate = base_rate * (1.0 + 0.15 * math.sin(epoch / 30.0))
     parents = {}
@@ -93,6 +110,10 @@ def synthetic_epoch(document: dict[str, Any], epoch: int, *,
             "congested": rate_in is not None and rate_in > 1.2 * capacity,
             "etp": 0.5 if keyed and rate_in and rate_in > 1.2 * capacity else 1.0,
         }
+        if assignment and op["id"] in assignment:
+            operators[op["id"]]["rows_in_per_instance"] = _rows_per_instance(
+                int(rate_in or 0), assignment[op["id"]],
+                key_group_weights(document["key_groups"]), n)
     latency = 600.0 + 200.0 * math.sin(epoch / 17.0)
     return {"epoch": epoch, "batch_duration_ms": 1000.0, "backlog_rows": int(rate * 0.05),
             "latency_ms": {"p50": latency, "p99": latency * 2.1, "max": latency * 2.5},
@@ -130,12 +151,14 @@ def fake_history_fill(*, run, epochs: int, end=None) -> None:
 
 def fake_epoch_publish(*, run_id: int, epoch: int) -> None:
     """One epoch through the driver's publishing path, with the run's acknowledged instances."""
+    from webapp import engine_gateway
     from webapp.jobs.models import Run
     from webapp.runs.live import run_epoch_publish
 
     run = Run.objects.get(pk=run_id)
-    run_epoch_publish(run_id=run_id, metrics=synthetic_epoch(run.target_dag, epoch,
-                                                             instances=run.parallelism))
+    assignment = {**engine_gateway.dag_assignment(run.target_dag), **(run.assignment or {})}
+    run_epoch_publish(run_id=run_id, metrics=synthetic_epoch(
+        run.target_dag, epoch, instances=run.parallelism, assignment=assignment))
 
 
 def fake_commands_apply(*, run_id: int, epoch: int, cursor: str | None) -> str | None:
@@ -164,14 +187,31 @@ def _installed(run_id: int, fields: dict[str, str]) -> dict:
     """What a driver reports it installed for a command (its ack's `after`)."""
     import json
 
+    from engine.mapping import Assignment, balanced_assignment, weighted_assignment
+    from webapp import engine_gateway
     from webapp.jobs.models import Run
 
-    operator = fields.get("operator") or ""
-    after = {"parallelism": Run.objects.get(pk=run_id).parallelism.get(operator, 1)}
-    if fields.get("kind") == "rescale":
+    run = Run.objects.get(pk=run_id)
+    operator, kind = fields.get("operator") or "", fields.get("kind")
+    after = {"parallelism": run.parallelism.get(operator, 1)}
+    key_groups = run.target_dag["key_groups"]
+    keyed = operator in engine_gateway.dag_assignment(run.target_dag)
+    if kind == "rescale":
         after["parallelism"] = int(fields["parallelism"])
-    if fields.get("kind") == "logic":
+        if keyed:  # a keyed operator's key groups are spread evenly over its new instances
+            after["ranges"] = [list(r) for r in balanced_assignment(
+                key_groups, after["parallelism"]).ranges()]
+    if kind == "logic":
         after["params"] = json.loads(fields["params"])
+    if kind == "rebalance":
+        # Weighted by the rows each key group had, as a driver weighs them.
+        if fields.get("assignment") in (None, "", "weighted"):
+            owners = weighted_assignment(key_group_weights(key_groups), after["parallelism"])
+        else:
+            given = json.loads(fields["assignment"])
+            owners = Assignment(key_groups, given, max(given) + 1)
+            after["parallelism"] = owners.parallelism
+        after["ranges"] = [list(r) for r in owners.ranges()]
     return after
 
 

@@ -9,18 +9,11 @@ import json
 import pytest
 
 from tests.browser.conftest import api, screenshot
+from webapp.api.schema import EXAMPLE_DAG
 
 pytestmark = pytest.mark.browser
 
-DAG = {
-    "name": "conflict-demo", "key_groups": 16,
-    "operators": [
-        {"id": "events", "type": "source.generator", "params": {"rows_per_second": 100}},
-        {"id": "views", "type": "filter", "params": {"condition": "event_type = 'view'"}},
-        {"id": "out", "type": "sink.memory", "params": {}},
-    ],
-    "edges": [{"from": "events", "to": "views"}, {"from": "views", "to": "out"}],
-}
+DAG = {**EXAMPLE_DAG, "name": "conflict-demo"}  # the API's documented example
 
 
 def test_a_concurrent_save_is_shown_as_a_conflict_and_never_overwritten(signed_in):

@@ -74,6 +74,8 @@ def test_a_windowed_job_s_figures_hold_between_window_closes(stack, signed_in):
         assert re.fullmatch(r"\d\d:\d\d:\d\d UTC", row.locator('[data-f="watermark"]').inner_text())
         assert row.locator('[data-f="delay"]').inner_text() == "7000 ms"
         assert row.locator('[data-f="lag"]').inner_text() == "5000 ms"
+        assert row.locator('[data-f="state-read"]').inner_text() == "1.2 MB"
+        assert row.locator('[data-f="state-written"]').inner_text() == "890 B"
         assert "behind the clock" in page.inner_text('[data-operator="counts"] .node-note')
         # A shorter window: the page says so and the figures follow.
         page.select_option("#smoothing-epochs", "10")

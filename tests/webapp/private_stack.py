@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from webapp.config import BASE_DIR
+from webapp.launcher.health import answers_health
 
 START_TIMEOUT_S = 180.0
 _DROPPED = ("DATABASE_URL", "REDIS_URL", "STREAMSCALE_VAR_DIR", "PORT", "DJANGO_SETTINGS_MODULE",
@@ -60,7 +61,7 @@ class PrivateStack:
             cwd=BASE_DIR, env=self.env, stdout=log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not self._healthy():
+        while not answers_health(f"{self.url}/"):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 raise StackError(f"the stack did not start; log:\n{self.log_tail()}")
@@ -95,13 +96,6 @@ class PrivateStack:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
-
-    def _healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as response:
-                return response.status == 200
-        except (urllib.error.URLError, OSError):
-            return False
 
 
 class ApiClient:

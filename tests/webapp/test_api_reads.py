@@ -22,15 +22,55 @@ def _queries(client, path: str) -> list[str]:
     return [q["sql"] for q in captured.captured_queries]
 
 
-def test_run_and_job_reads_take_four_queries_and_write_nothing(token_client, live_run):
+def _at_epoch(run: Run, epoch: int, counts_in: int) -> None:
+    """The driver's publish of an epoch: its rows, then the run's current epoch."""
+    run_epoch_record(run_id=run.pk, metrics=epoch_metrics(epoch, counts_in=counts_in,
+                                                           counts_capacity=100))
+    Run.objects.filter(pk=run.pk).update(current_epoch=epoch)
+
+
+def test_run_and_job_reads_take_at_most_four_queries_and_write_nothing(token_client, live_run):
     client = token_client(Role.VIEWER)
-    run_epoch_record(run_id=live_run.pk, metrics=epoch_metrics(0, counts_in=10,
-                                                                counts_capacity=100))
-    client.get(f"/api/runs/{live_run.pk}")  # the first use of a token is recorded
+    _at_epoch(live_run, 0, 10)
+    client.get("/api/jobs")  # the first use of a token is recorded
     for path in (f"/api/runs/{live_run.pk}", f"/api/jobs/{live_run.job_id}"):
         sql = _queries(client, path)
         assert len(sql) == 4, sql
         assert all(q.lstrip().upper().startswith("SELECT") for q in sql), sql
+
+
+def test_an_epoch_read_once_is_answered_again_without_its_queries(token_client, live_run):
+    client = token_client(Role.VIEWER)
+    _at_epoch(live_run, 0, 10)
+    client.get("/api/jobs")
+    path = f"/api/runs/{live_run.pk}"
+    first = client.get(path).json()
+    # The token and the run; the epoch's rows were written once and are kept.
+    assert len(_queries(client, path)) == 2
+    assert client.get(path).json() == first
+
+    _at_epoch(live_run, 1, 40)
+    sql = _queries(client, path)
+    answer = client.get(path).json()
+    assert len(sql) == 4, sql
+    assert answer["epoch"] == answer["metrics"]["epoch"] == 1
+    assert answer["metrics"]["operators"]["counts"]["rows_in"] == 40
+    assert first["metrics"]["operators"]["counts"]["rows_in"] == 10
+
+
+def test_a_new_version_is_in_the_next_job_read(token_client, live_run):
+    client = token_client(Role.EDITOR)
+    path = f"/api/jobs/{live_run.job_id}"
+    first = client.get(path).json()
+    assert len(_queries(client, path)) == 3  # token, job, current run: the versions are kept
+    dag = first["versions"][-1]["dag"]
+    created = client.post(f"{path}/versions", {"dag": dag, "base_version": 1,
+                                               "comment": "again"},
+                          content_type="application/json")
+    assert created.status_code == 201, created.json()
+    versions = client.get(path).json()["versions"]
+    assert [(v["number"], v["comment"]) for v in versions][-1] == (2, "again")
+    assert len(versions) == len(first["versions"]) + 1
 
 
 def _runs(job, n: int) -> None:
@@ -76,7 +116,7 @@ def test_reconfigurations_and_history_are_paged(token_client, live_run):
     page = client.get(f"/api/runs/{live_run.pk}/reconfigurations?page_size=2&page=2").json()
     assert [r["request_id"] for r in page["reconfigurations"]] == ["r2", "r1"]
     assert page["page"]["next"] == 3
-    audit_record(actor=None, trigger="policy", action="run.note", job=live_run.job)
+    audit_record(actor=None, trigger="policy", action="run.note", subject=live_run.job)
     history = client.get(f"/api/jobs/{live_run.job_id}/history?page_size=1").json()
     assert [e["action"] for e in history["entries"]] == ["run.note"]
     assert history["page"]["next"] == 2

@@ -116,6 +116,12 @@ def test_a_job_runs_rescales_recovers_and_stops_with_exact_results(stack):
     try:
         run = wait_for(lambda: _running_past(api, run_id, 1), timeout=300, what="a running run")
         assert feed.of_type("snapshot") and feed.of_type("run.epoch")
+        # The keyed operator's state traffic, as its instances measured it, epoch by epoch.
+        epochs = api.get(f"/api/runs/{run_id}/metrics?since_epoch=0")["epochs"]
+        traffic = [e["operators"]["counts"] for e in epochs]
+        assert all(t["state_bytes_read"] is not None for t in traffic), traffic
+        assert any(t["state_bytes_written"] > 0 for t in traffic), traffic
+        assert any("counts" in e["metrics"]["st"] for e in feed.of_type("run.epoch"))
 
         # A rescale is applied at an epoch boundary, moves no state, and reaches the browser.
         status, answer = _rescale(api, run_id, 3, "e2e-first")

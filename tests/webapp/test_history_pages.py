@@ -29,8 +29,8 @@ def test_a_run_start_shows_the_run_s_status_now(session_client, live_run):
     from webapp.jobs.models import RunStatus, Trigger
     from webapp.runs.services import run_status_set
 
-    audit_record(actor=None, trigger=Trigger.USER, action="run.started", job=live_run.job,
-                 run_id=live_run.pk, outcome="requested")
+    audit_record(actor=None, trigger=Trigger.USER, action="run.started", subject=live_run,
+                 outcome="requested")
     client = session_client(Role.VIEWER)
     [row] = _rows(client.get("/history/").content.decode(), "run.started")
     assert _outcome(row) == "running"
@@ -69,7 +69,7 @@ def test_history_is_read_a_page_at_a_time(session_client, live_run):
     from webapp.pages.selectors import HISTORY_PAGE
 
     for i in range(HISTORY_PAGE + 20):
-        audit_record(actor=None, trigger="policy", action="test.entry", job=live_run.job,
+        audit_record(actor=None, trigger="policy", action="test.entry", subject=live_run.job,
                      reason=f"entry {i}")
     client = session_client(Role.VIEWER)
     first = client.get("/history/?action=test.entry").content.decode()

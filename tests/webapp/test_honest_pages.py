@@ -70,6 +70,21 @@ def test_a_failed_run_page_shows_the_cause_in_one_line_and_the_output_behind_a_d
     assert "Traceback (most recent call last)" in restarts.split("<details", 1)[1]
 
 
+def test_each_restart_of_a_run_that_never_gets_back_to_running_is_shown(session_client,
+                                                                         live_run):
+    from webapp.jobs.models import RunStatus
+    from webapp.runs.services import run_status_set
+
+    for n in range(3):  # the driver dies before its first epoch, three times in a row
+        run_status_set(run_id=live_run.pk, status=RunStatus.RECOVERING, output=TRACEBACK,
+                       detail=f"driver {50 + n} exited with code 1; restarting from the checkpoint")
+    page = session_client(Role.VIEWER).get(f"/runs/{live_run.pk}/").content.decode()
+
+    restarts = _section(page, 'id="run-restarts"')
+    assert restarts.count("<li>") == 3
+    assert all(f"driver {50 + n} exited with code 1" in restarts for n in range(3))
+
+
 def test_history_keeps_a_restart_s_cause_as_its_reason_without_the_traceback(live_run):
     from webapp.audit.models import AuditEntry
 
@@ -250,8 +265,8 @@ def test_job_names_comments_and_numeric_params_are_bounded(token_client, simple_
 def test_a_long_reason_wraps_in_history_instead_of_widening_the_page(session_client, live_run):
     from webapp.audit.services import audit_record
 
-    audit_record(actor=None, trigger="user", action="run.stopped", job=live_run.job,
-                 run_id=live_run.pk, reason="w" * 2000, outcome="done")
+    audit_record(actor=None, trigger="user", action="run.stopped", subject=live_run,
+                 reason="w" * 2000, outcome="done")
     page = session_client(Role.VIEWER).get("/history/").content.decode()
     cell = page.split('<td class="reason">', 1)[1].split("</td>", 1)[0]
     assert '<details class="long-reason">' in cell and "w" * 2000 in cell
@@ -309,8 +324,8 @@ def test_history_offers_each_actor_once(session_client, live_run):
     from webapp.audit.services import audit_record
 
     for _ in range(5):
-        audit_record(actor=None, trigger="policy", action="run.recovering", job=live_run.job,
-                     run_id=live_run.pk, outcome="recovering")
+        audit_record(actor=None, trigger="policy", action="run.recovering", subject=live_run,
+                     outcome="recovering")
     page = session_client(Role.VIEWER).get("/history/").content.decode()
     actors = page.split('name="actor"', 1)[1].split("</select>", 1)[0]
     assert actors.count("<option>policy</option>") == 1

@@ -171,3 +171,50 @@ def test_archive_and_restore_services_write_one_audit_entry_each_in_their_transa
                    .values_list("action", "trigger"))
     assert actions == [("job.created", "user"), ("job.archived", "api_token"),
                        ("job.restored", "api_token")]
+
+
+@pytest.fixture
+def archived_and_listed(make_user, simple_dag, job):
+    """``job`` listed, and an archived job beside it."""
+    from webapp.jobs.models import Trigger
+    from webapp.jobs.services import job_archive, job_create
+
+    editor = make_user(Role.EDITOR, name="archivist")
+    old = job_create(dag={**simple_dag, "name": "retired"}, actor=editor,
+                     trigger=Trigger.USER).job
+    job_archive(job_id=old.pk, actor=editor, trigger=Trigger.USER)
+    return old, job
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("", ["listed"]),
+    ("?archived=hide", ["listed"]),
+    ("?archived=include", ["listed", "archived"]),
+    ("?archived=only", ["archived"]),
+])
+def test_the_api_job_list_hides_archived_jobs_unless_asked(token_client, archived_and_listed,
+                                                           query, expected):
+    archived, listed = archived_and_listed
+    by_name = {"listed": listed, "archived": archived}
+    answer = token_client(Role.VIEWER).get(f"/api/jobs{query}")
+    assert answer.status_code == 200
+    jobs = answer.json()["jobs"]
+    assert sorted(j["id"] for j in jobs) == sorted(by_name[n].pk for n in expected)
+    for entry in jobs:
+        assert (entry["archived_at"] is not None) == (entry["id"] == archived.pk)
+
+
+def test_a_bad_archive_filter_of_the_api_job_list_is_named(token_client):
+    answer = token_client(Role.VIEWER).get("/api/jobs?archived=yes")
+    assert answer.status_code == 400
+    assert answer.json()["problems"][0]["where"] == "query parameter archived"
+
+
+def test_the_archive_filter_is_in_the_openapi_document(client):
+    operation = client.get("/api/schema").json()["paths"]["/api/jobs"]["get"]
+    [parameter] = [p for p in operation["parameters"] if p["name"] == "archived"]
+    assert parameter["in"] == "query" and not parameter["required"]
+    assert parameter["schema"]["enum"] == ["hide", "include", "only"]
+    assert parameter["schema"]["default"] == "hide"
+    summary = client.get("/api/schema").json()["components"]["schemas"]["JobSummaryOut"]
+    assert "archived_at" in summary["properties"]

@@ -77,6 +77,17 @@ def _allowed(role: Role, permission: Permission) -> bool:
     return RANK[role] >= RANK[REQUIRED_ROLE[permission]]
 
 
+def _assert_refused(response, status: int, message: str, where: str = "request") -> None:
+    """A refusal in the API's error shape, {error, problems}, with its one problem."""
+    assert response.status_code == status, response.content
+    assert response.json() == {"error": message,
+                               "problems": [{"where": where, "message": message}]}
+
+
+def _role_refusal(permission: Permission) -> str:
+    return f"this needs the {REQUIRED_ROLE[permission].value} role or higher"
+
+
 CASES = [(e, r) for e in ENDPOINTS for r in ROLES]
 
 
@@ -89,7 +100,7 @@ def test_token_role_rules(endpoint, role, token_client, job, ids, simple_dag):
     if _allowed(role, permission):
         assert response.status_code in (200, 201, 202), (name, role, response.content)
     else:
-        assert response.status_code == 403, (name, role, response.status_code)
+        _assert_refused(response, 403, _role_refusal(permission))
         assert role.value != "admin"
 
 
@@ -101,7 +112,9 @@ def test_session_role_rules(endpoint, role, session_client, job, ids, simple_dag
     response = _call(client, method, path.format(**ids), _body(body_kind, job, simple_dag))
     expected_ok = _allowed(role, permission)
     assert (response.status_code in (200, 201, 202)) == expected_ok, (name, role, response.content)
-    if not expected_ok:
+    if not expected_ok and name.startswith("api"):
+        _assert_refused(response, 403, _role_refusal(permission))
+    elif not expected_ok:
         assert response.status_code == 403
 
 
@@ -113,14 +126,22 @@ def test_anonymous_is_refused(endpoint, job, ids, simple_dag):
     if name.startswith("page"):
         assert response.status_code == 302 and response["Location"].startswith("/login/")
     else:
-        assert response.status_code == 401
+        _assert_refused(response, 401, "authentication required")
 
 
 @pytest.mark.django_db
-def test_unknown_and_malformed_tokens_are_refused(job):
-    assert Client(HTTP_AUTHORIZATION="Bearer nope").get("/api/jobs").status_code == 401
-    response = Client(HTTP_AUTHORIZATION="Token abc").get("/api/jobs")
-    assert response.status_code == 401 and "Bearer" in response.json()["error"]
+@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=[e[0] for e in ENDPOINTS])
+@pytest.mark.parametrize(("header", "message"), [
+    ("Bearer nope", "the API token is unknown or revoked"),
+    ("Token abc", "the Authorization header must be 'Bearer <token>'"),
+    ("Bearer ", "the Authorization header must be 'Bearer <token>'"),
+])
+def test_unknown_and_malformed_tokens_are_refused(endpoint, header, message, job, ids,
+                                                  simple_dag):
+    name, method, path, _, body_kind = endpoint
+    client = Client(HTTP_AUTHORIZATION=header)
+    response = _call(client, method, path.format(**ids), _body(body_kind, job, simple_dag))
+    _assert_refused(response, 401, message, where="header Authorization")
 
 
 @pytest.mark.django_db
@@ -129,7 +150,8 @@ def test_deactivated_user_token_is_refused(token_client):
 
     client = token_client(Role.ADMIN)
     User.objects.filter(username="admin-token").update(is_active=False)
-    assert client.get("/api/jobs").status_code == 401
+    _assert_refused(client.get("/api/jobs"), 401, "the API token is unknown or revoked",
+                    where="header Authorization")
 
 
 @pytest.mark.django_db
@@ -148,6 +170,7 @@ def test_session_writes_need_the_csrf_token(make_user, simple_dag):
     client.get("/")  # sets the csrftoken cookie, as a page visit does
     refused = client.post("/api/jobs", data=json.dumps(simple_dag), content_type="application/json")
     assert refused.status_code == 403 and "X-CSRFToken" in refused.json()["error"]
+    _assert_refused(refused, 403, refused.json()["error"])
     accepted = client.post("/api/jobs", data=json.dumps(simple_dag),
                            content_type="application/json",
                            HTTP_X_CSRFTOKEN=client.cookies["csrftoken"].value)

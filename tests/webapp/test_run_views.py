@@ -29,7 +29,8 @@ def _keyed_epoch(epoch: int, *, rows: list[int], busy: list[float], congested: b
                   congested=congested)
     if watermark_ms is not None:
         counts.update(watermark_ms=watermark_ms, max_event_ms=watermark_ms + 5000.0,
-                      watermark_delay_ms=7000.0, watermark_lag_ms=5000.0)
+                      watermark_delay_ms=7000.0, watermark_lag_ms=5000.0,
+                      state_bytes_read=12_345, state_bytes_written=6_789)
     return metrics
 
 
@@ -147,25 +148,30 @@ def test_a_run_without_incidents_says_so(session_client, live_run):
 
 # ---- the live page's event-time figures -----------------------------------------------------
 
-def test_a_keyed_operator_s_watermark_is_kept_served_and_sent_live(token_client, live_run):
+def test_a_keyed_operator_s_watermark_and_state_traffic_are_kept_served_and_sent_live(
+        token_client, live_run):
     from webapp.runs.live import live_metrics
     from webapp.runs.selectors import run_snapshot
 
     metrics = _keyed_epoch(1, rows=[10, 10], busy=[5.0, 5.0], watermark_ms=NOW_MS)
     assert live_metrics(metrics, at=1.0)["wm"] == {"counts": [NOW_MS, 7000.0, 5000.0]}
+    assert live_metrics(metrics, at=1.0)["st"] == {"counts": [12_345, 6_789]}
     _record(live_run, copy.deepcopy(metrics))
     api = token_client(Role.VIEWER).get(f"/api/runs/{live_run.pk}/metrics?since_epoch=0").json()
     counts = api["epochs"][0]["operators"]["counts"]
     assert (counts["watermark_ms"], counts["watermark_delay_ms"]) == (NOW_MS, 7000.0)
+    assert (counts["state_bytes_read"], counts["state_bytes_written"]) == (12_345, 6_789)
     assert counts["rows_in"] == 20 and counts["etp"] == 1.0  # the contract's fields stay
-    assert run_snapshot(run_id=live_run.pk)["epochs"][0][1]["wm"] == {
-        "counts": [NOW_MS, 7000.0, 5000.0]}
+    snapshot = run_snapshot(run_id=live_run.pk)["epochs"][0][1]
+    assert snapshot["wm"] == {"counts": [NOW_MS, 7000.0, 5000.0]}
+    assert snapshot["st"] == {"counts": [12_345, 6_789]}
 
 
 def test_the_run_page_names_its_window_of_epochs_and_its_views(session_client, live_run):
     page = session_client(Role.VIEWER).get(f"/runs/{live_run.pk}/").content.decode()
     assert 'data-testid="smoothing-epochs" data-smoothing-epochs>30</b> epochs' in page
     assert '<tr data-watermark="counts">' in page and "window 10 seconds" in page
+    assert '<td data-f="state-read">' in page and '<td data-f="state-written">' in page
     assert f'href="/runs/{live_run.pk}/operators/counts/instances/"' in page
     assert f'href="/runs/{live_run.pk}/epochs/"' in page
 

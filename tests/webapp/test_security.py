@@ -190,8 +190,8 @@ def test_csv_cells_that_would_be_formulas_are_neutralised():
 def test_history_export_neutralises_a_reason_written_as_a_formula(session_client, live_run):
     from webapp.audit.services import audit_record
 
-    audit_record(actor=None, trigger="user", action="run.stopped", job=live_run.job,
-                 run_id=live_run.pk, outcome="done", reason='=HYPERLINK("http://x","y")')
+    audit_record(actor=None, trigger="user", action="run.stopped", subject=live_run,
+                 outcome="done", reason='=HYPERLINK("http://x","y")')
     text = session_client(Role.VIEWER).get("/history.csv").content.decode()
     assert "'=HYPERLINK" in text and ',=HYPERLINK' not in text
 

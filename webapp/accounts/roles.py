@@ -31,6 +31,11 @@ REQUIRED_ROLE = {
 }
 
 
+def role_refusal(permission: Permission) -> str:
+    """What a user whose role lacks ``permission`` is told, by pages and API alike."""
+    return f"this needs the {REQUIRED_ROLE[permission].value} role or higher"
+
+
 def role_allows(role: str, permission: Permission) -> bool:
     """Whether a user with `role` holds `permission`."""
     try:

@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
-from webapp.accounts.roles import REQUIRED_ROLE, Permission
+from webapp.accounts.roles import Permission, role_refusal
 from webapp.api.http import Forbidden
 from webapp.errors import ServiceError
 
@@ -22,7 +22,7 @@ class CsrfRefused(ServiceError):
 
 def _permitted(user, permission: Permission):
     if not user.can(permission):
-        raise Forbidden(f"this needs the {REQUIRED_ROLE[permission].value} role or higher")
+        raise Forbidden(role_refusal(permission))
     return user
 
 

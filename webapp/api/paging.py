@@ -23,14 +23,15 @@ class PageQuery(Schema):
     page_size: int = Field(DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
 
 
-def page_of(rows: QuerySet, as_json: Callable[[Any], dict], query: PageQuery) -> dict:
-    """One page of an ordered queryset: {"items": [...], "page": {number, size, next}}; next
-    is null on the last page."""
+def page_of(rows: QuerySet, as_json: Callable[[Any], dict], query: PageQuery, *,
+            items: str) -> dict:
+    """One page of an ordered queryset: {items: [...], "page": {number, size, next}}, the rows
+    under the name ``items``; next is null on the last page."""
     number, size = query.page, query.page_size
     start = (number - 1) * size
     found = list(rows[start:start + size + 1])
     has_next = len(found) > size
     return {
-        "items": [as_json(row) for row in found[:size]],
+        items: [as_json(row) for row in found[:size]],
         "page": {"number": number, "size": size, "next": number + 1 if has_next else None},
     }

@@ -52,8 +52,9 @@ def run_detail(request: HttpRequest, id: PathId):
 @router.get("/jobs/{id:id}/runs", response=answers(200, RunListOut, 400, 404),
             summary="the job's runs, newest first, one page", auth=requires(Permission.READ))
 def run_list(request: HttpRequest, id: PathId, paging: Query[PageQuery]):
-    page = page_of(selectors.job_runs(job_id=id), selectors.run_summary_as_json, paging)
-    return {"job": id, "runs": page["items"], "page": page["page"]}
+    page = page_of(selectors.job_runs(job_id=id), selectors.run_summary_as_json, paging,
+                   items="runs")
+    return {"job": id, **page}
 
 
 @router.post("/jobs/{id:id}/runs", response=answers(202, RunAcceptedOut, 400, 404, 409, 413),
@@ -92,8 +93,8 @@ def reconfigure(request: HttpRequest, id: PathId, body: ReconfigurationBody):
 def reconfiguration_list(request: HttpRequest, id: PathId, paging: Query[PageQuery]):
     run = selectors.run_get(run_id=id)
     page = page_of(run.reconfigurations.select_related("actor").order_by("-id"),
-                   selectors.reconfiguration_as_json, paging)
-    return {"run": run.pk, "reconfigurations": page["items"], "page": page["page"]}
+                   selectors.reconfiguration_as_json, paging, items="reconfigurations")
+    return {"run": run.pk, **page}
 
 
 @router.post("/runs/{id:id}/reconfigurations/preview",

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from ninja import Path, Schema
-from pydantic import ConfigDict, Field, PlainValidator
+from pydantic import ConfigDict, Field, PlainValidator, create_model
 
 from webapp import engine_gateway
 from webapp.accounts.roles import Role
-from webapp.jobs.models import AutoscaleMode
+from webapp.jobs.models import AutoscaleMode, ReconfigurationStatus, RunStatus
 from webapp.reconfigurations.requests import MAX_INSTANCES
 
 MAX_ID = 2**63 - 1
@@ -53,18 +53,22 @@ class EdgeSpec(Schema):
     to: str
 
 
+# The document's example in /api/schema: the smallest job that runs anywhere (no servers).
+EXAMPLE_DAG: dict[str, Any] = {
+    "name": "campaign-views", "key_groups": 16,
+    "operators": [
+        {"id": "events", "type": "source.generator", "params": {"rows_per_second": 100}},
+        {"id": "views", "type": "filter", "params": {"condition": "event_type = 'view'"}},
+        {"id": "out", "type": "sink.memory", "params": {}},
+    ],
+    "edges": [{"from": "events", "to": "views"}, {"from": "views", "to": "out"}],
+}
+
+
 class DagDocument(Schema):
     """A job graph: operators (catalog types with their params) and the edges between them."""
 
-    model_config = ConfigDict(extra="allow", json_schema_extra={"example": {
-        "name": "campaign-views", "key_groups": 16,
-        "operators": [
-            {"id": "events", "type": "source.generator", "params": {"rows_per_second": 100}},
-            {"id": "views", "type": "filter", "params": {"condition": "event_type = 'view'"}},
-            {"id": "out", "type": "sink.memory", "params": {}},
-        ],
-        "edges": [{"from": "events", "to": "views"}, {"from": "views", "to": "out"}],
-    }})
+    model_config = ConfigDict(extra="allow", json_schema_extra={"example": EXAMPLE_DAG})
 
     name: str = Field(min_length=1, max_length=engine_gateway.document_limits()["name"])
     key_groups: int = Field(128, ge=1, le=MAX_KEY_GROUPS)
@@ -132,6 +136,14 @@ class PageOut(Schema):
     next: int | None
 
 
+def _list_page(name: str, *, owner: str, items: str, item: type[Schema]) -> type[Schema]:
+    """The model of a list answer (webapp.api.paging): the id of the ``owner`` whose ``items``
+    it lists, one page of them, and the page (how to get the next)."""
+    fields: dict[str, Any] = {owner: (int, ...), items: (list[item], ...),  # type: ignore[valid-type]
+                              "page": (PageOut, ...)}
+    return create_model(name, __base__=Schema, **fields)
+
+
 class JobCreatedOut(Schema):
     id: int
     version: int
@@ -141,6 +153,7 @@ class JobSummaryOut(Schema):
     id: int
     name: str
     latest_version: int
+    archived_at: Timestamp | None
 
 
 class JobListOut(Schema):
@@ -165,6 +178,7 @@ class JobOut(Schema):
     name: str
     latest_version: int
     created_at: Timestamp
+    archived_at: Timestamp | None
     versions: list[VersionOut]
     current_run: RunRefOut | None
 
@@ -184,10 +198,7 @@ class AuditEntryOut(Schema):
     details: dict[str, Any] | None
 
 
-class HistoryOut(Schema):
-    job: int
-    entries: list[AuditEntryOut]
-    page: PageOut
+HistoryOut = _list_page("HistoryOut", owner="job", items="entries", item=AuditEntryOut)
 
 
 class UserOut(Schema):
@@ -226,10 +237,7 @@ class RunSummaryOut(Schema):
     stopped_at: Timestamp | None
 
 
-class RunListOut(Schema):
-    job: int
-    runs: list[RunSummaryOut]
-    page: PageOut
+RunListOut = _list_page("RunListOut", owner="job", items="runs", item=RunSummaryOut)
 
 
 class LatencyOut(Schema):
@@ -257,6 +265,10 @@ class OperatorEpochOut(Schema):
     watermark_delay_ms: float | None = None
     watermark_lag_ms: float | None = None
     rows_in_per_instance: list[int] | None = None
+    # A keyed operator's state traffic in the epoch: bytes its instances read from the
+    # state store and wrote to it.
+    state_bytes_read: int | None = None
+    state_bytes_written: int | None = None
 
 
 class EpochOut(Schema):
@@ -281,7 +293,7 @@ class RunOut(Schema):
     id: int
     job: int
     version: int
-    status: Literal["starting", "running", "stopping", "stopped", "failed", "recovering"]
+    status: Literal[tuple(RunStatus.values)]  # type: ignore[valid-type]
     epoch: int | None
     parallelism: dict[str, int]
     assignment: dict[str, Any] | None
@@ -313,7 +325,7 @@ class ReconfigurationOut(Schema):
     request_id: str
     kind: str
     operators: list[str] | None
-    status: Literal["requested", "pending", "applied", "rejected", "failed"]
+    status: Literal[tuple(ReconfigurationStatus.values)]  # type: ignore[valid-type]
     status_reason: str | None
     reason: str
     trigger: str
@@ -330,10 +342,8 @@ class ReconfigurationOut(Schema):
     after: dict[str, Any] | None
 
 
-class ReconfigurationListOut(Schema):
-    run: int
-    reconfigurations: list[ReconfigurationOut]
-    page: PageOut
+ReconfigurationListOut = _list_page("ReconfigurationListOut", owner="run",
+                                    items="reconfigurations", item=ReconfigurationOut)
 
 
 class PreviewOut(Schema):

@@ -4,7 +4,7 @@ and a service's refusal is answered by the API's error handlers."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from django.http import HttpRequest, JsonResponse
 from ninja import Body, Query
@@ -38,13 +38,19 @@ router = ApiRouter(tags=["jobs"])
 DagBody = Annotated[Dag, Body(...)]
 Comment = Annotated[str, Query("", description="why: shown in the history (its first 500 "
                                                 "characters)")]
+Archived = Annotated[
+    Literal[tuple(selectors.JOB_ARCHIVE)],  # type: ignore[valid-type]
+    Query("hide", description="archived jobs: " + ", ".join(
+        f"{choice} ({meaning})" for choice, meaning in selectors.JOB_ARCHIVE.items())),
+]
 
 
-@router.get("/jobs", response=answers(200, JobListOut), summary="list jobs",
+@router.get("/jobs", response=answers(200, JobListOut, 400),
+            summary="list jobs, archived ones hidden unless asked for",
             auth=requires(Permission.READ))
-def job_list(request: HttpRequest):
-    return {"jobs": [{"id": j.pk, "name": j.name, "latest_version": j.latest_version}
-                     for j in selectors.job_list()]}
+def job_list(request: HttpRequest, archived: Archived = "hide"):
+    return {"jobs": [selectors.job_summary_as_json(job)
+                     for job in selectors.job_list(archived=archived)]}
 
 
 @router.post("/jobs", response=answers(201, JobCreatedOut, 400, 409, 413),
@@ -78,8 +84,8 @@ def job_versions(request: HttpRequest, id: PathId, body: VersionIn):
 def job_history(request: HttpRequest, id: PathId, paging: Query[PageQuery]):
     job = selectors.job_get(job_id=id)
     page = page_of(audit_entries(filters=AuditFilter(job_id=job.pk), limit=None),
-                   audit_entry_as_json, paging)
-    return {"job": job.pk, "entries": page["items"], "page": page["page"]}
+                   audit_entry_as_json, paging, items="entries")
+    return {"job": job.pk, **page}
 
 
 @router.post("/users", response=answers(201, UserOut, 400, 409, 413), exclude_unset=True,

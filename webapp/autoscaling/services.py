@@ -48,8 +48,8 @@ def autoscale_configure(*, run_id: int, body: dict[str, Any], actor, trigger: st
         if mode == AutoscaleMode.OFF:
             run.autoscale_proposal = {}  # a recommendation of a loop that is off is stale
         run.save()
-        audit_record(actor=actor, trigger=trigger, action="autoscale.configured", job=run.job,
-                     run_id=run.pk, outcome="done", reason=_configured_summary(run),
+        audit_record(actor=actor, trigger=trigger, action="autoscale.configured", subject=run,
+                     outcome="done", reason=_configured_summary(run),
                      details={"mode": mode, "min": run.autoscale_min, "max": run.autoscale_max,
                               "cooldown_s": run.autoscale_cooldown_s})
     return run
@@ -102,8 +102,8 @@ def autoscale_evaluate_run(*, run: Run) -> str | None:
     if run.autoscale_mode != AutoscaleMode.AUTO or not changes:
         return "proposed" if changes else None
     with transaction.atomic():
-        audit_record(actor=None, trigger=Trigger.POLICY, action="autoscale.decided", job=run.job,
-                     run_id=run.pk, outcome=proposal["action"],
+        audit_record(actor=None, trigger=Trigger.POLICY, action="autoscale.decided", subject=run,
+                     outcome=proposal["action"],
                      details={"changes": changes, "reasons": proposal["reasons"],
                               "figures": proposal.get("figures", {}),
                               "epochs": proposal.get("epochs")})

@@ -7,10 +7,11 @@ import fcntl
 import random
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Self, overload
 
 import psutil
 
@@ -56,29 +57,45 @@ def exclusive_lock(
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+class InFolder:
+    """A file of a ``ServiceFolder``, read as its path: ``name`` inside the folder's root,
+    where ``{service}`` stands for the service's name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, folder: None, owner: type) -> InFolder: ...
+
+    @overload
+    def __get__(self, folder: ServiceFolder, owner: type) -> Path: ...
+
+    def __get__(self, folder: ServiceFolder | None, owner: type) -> InFolder | Path:
+        if folder is None:
+            return self
+        return folder.root / self.name.format(service=folder.service)
+
+
 @dataclass(frozen=True)
 class ServiceFolder:
-    """The folder of one embedded server (``service``: "postgres", "redis"): its log, its lock
-    file, the port it chose and its password, each in a file of its own."""
+    """The folder of one embedded server (``service``: "postgres", "redis"; its processes run
+    ``executable``): its log, its lock file, the port it chose and its password, each in a
+    file of its own."""
 
     root: Path
     service: str
+    executable: str
 
-    @property
-    def log(self) -> Path:
-        return self.root / f"{self.service}.log"
+    log = InFolder("{service}.log")
+    lock = InFolder("{service}.lock")
+    port = InFolder("port")
+    password = InFolder("password")
 
-    @property
-    def lock(self) -> Path:
-        return self.root / f"{self.service}.lock"
-
-    @property
-    def port(self) -> Path:
-        return self.root / "port"
-
-    @property
-    def password(self) -> Path:
-        return self.root / "password"
+    @classmethod
+    def under(cls, var_dir: Path, name: str, **settings: Any) -> Self:
+        """The server's folder ``name`` in ``var_dir``, by its absolute path (the server and
+        its clients outlive the caller's working folder)."""
+        return cls(root=Path(var_dir).resolve() / name, **settings)
 
     def error(self, step: str, detail: str) -> EmbeddedServiceError:
         """The error of ``step``, pointing at the server's log."""
@@ -179,6 +196,24 @@ def gone(process: psutil.Process, *, timeout: float) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+def stop_server(folder: ServiceFolder, find: Callable[[], psutil.Process | None], *,
+                first_signal: int, leftovers: tuple[Path, ...] = ()) -> None:
+    """Stop the folder's server that ``find`` finds, under the folder's lock: ``first_signal``,
+    then SIGKILL if it lingers, then remove its ``leftovers`` (a pid file); no-op if none runs.
+    Raises EmbeddedServiceError if it is still alive."""
+    if not folder.root.exists():
+        return
+    with folder.locked():
+        process = find()
+        if process is None:
+            return
+        terminate(process, first_signal=first_signal)
+        if live_process(process.pid, name=folder.executable) is not None:
+            raise folder.error("stop", f"{folder.executable} pid {process.pid} did not exit")
+        for path in leftovers:
+            path.unlink(missing_ok=True)
 
 
 def terminate(process: psutil.Process, *, first_signal: int) -> None:

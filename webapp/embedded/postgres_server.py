@@ -24,9 +24,11 @@ from webapp.embedded.daemons import (
     START_TIMEOUT_S,
     EmbeddedError,
     EmbeddedServiceError,
+    InFolder,
     ServiceFolder,
     choose_port,
     live_process,
+    stop_server,
     terminate,
 )
 
@@ -45,14 +47,13 @@ POSTGRES_SYSTEM_USER = "pgserver"
 @dataclass(frozen=True)
 class _PostgresFiles(ServiceFolder):
     service: str = "postgres"
+    executable: str = "postgres"
 
-    @property
-    def data(self) -> Path:
-        return self.root / "data"
+    data = InFolder("data")
 
 
 def _pg_files(var_dir: Path) -> _PostgresFiles:
-    return _PostgresFiles(root=Path(var_dir).resolve() / "postgres")
+    return _PostgresFiles.under(var_dir, "postgres")
 
 
 def _pg_bin(name: str) -> str:
@@ -204,11 +205,16 @@ def _postmaster(files: _PostgresFiles) -> _Postmaster | None:
         pid, data_dir, port = int(lines[0]), lines[1], int(lines[3])
     except (OSError, ValueError, IndexError):
         return None
-    process = live_process(pid, name="postgres")
+    process = live_process(pid, name=files.executable)
     if process is None or Path(data_dir).resolve() != files.data:
         return None
     status = lines[7].strip() if len(lines) > 7 else "starting"
     return _Postmaster(process=process, port=port, status=status)
+
+
+def _postmaster_process(files: _PostgresFiles) -> psutil.Process | None:
+    running = _postmaster(files)
+    return None if running is None else running.process
 
 
 def _wait_until_ready(files: _PostgresFiles, running: _Postmaster) -> int:
@@ -316,11 +322,14 @@ def ensure_postgres(*, var_dir: Path) -> str:
     return postgres_url(port=port, password=stored_password(files.password))
 
 
+# PostgreSQL's "fast shutdown": abort sessions, checkpoint, exit.
+_FAST_SHUTDOWN = signal.SIGINT
+
+
 def _stop_started(files: _PostgresFiles) -> None:
-    running = _postmaster(files)
-    if running is not None:
-        # SIGINT is PostgreSQL's "fast shutdown": abort sessions, checkpoint, exit.
-        terminate(running.process, first_signal=signal.SIGINT)
+    process = _postmaster_process(files)
+    if process is not None:
+        terminate(process, first_signal=_FAST_SHUTDOWN)
 
 
 def postgres_running(*, var_dir: Path) -> bool:
@@ -331,12 +340,4 @@ def postgres_running(*, var_dir: Path) -> bool:
 def stop_postgres(*, var_dir: Path) -> None:
     """Stop the embedded PostgreSQL of ``var_dir`` (fast shutdown); no-op if it is not running."""
     files = _pg_files(var_dir)
-    if not files.root.exists():
-        return
-    with files.locked():
-        running = _postmaster(files)
-        if running is None:
-            return
-        _stop_started(files)
-        if live_process(running.process.pid, name="postgres") is not None:
-            raise files.error("stop", f"postmaster pid {running.process.pid} did not exit")
+    stop_server(files, lambda: _postmaster_process(files), first_signal=_FAST_SHUTDOWN)

@@ -15,36 +15,33 @@ from webapp.embedded.credentials import stored_password
 from webapp.embedded.daemons import (
     LOOPBACK,
     START_TIMEOUT_S,
+    InFolder,
     ServiceFolder,
     choose_port,
     live_process,
     read_int,
-    terminate,
+    stop_server,
 )
 
 
 @dataclass(frozen=True)
 class _RedisFiles(ServiceFolder):
     service: str = "redis"
+    executable: str = "redis-server"
     fsync: str = "everysec"  # appendfsync: "always" for the keyed state's Redis
 
-    @property
-    def config(self) -> Path:
-        return self.root / "redis.conf"
-
-    @property
-    def pid(self) -> Path:
-        return self.root / "redis.pid"
+    config = InFolder("redis.conf")
+    pid = InFolder("redis.pid")
 
 
 def _redis_files(var_dir: Path) -> _RedisFiles:
-    return _RedisFiles(root=Path(var_dir).resolve() / "redis")
+    return _RedisFiles.under(var_dir, "redis")
 
 
 def _state_redis_files(var_dir: Path) -> _RedisFiles:
     # A server of its own: every write of the keyed state is on disk before its epoch commits,
     # without slowing the broker and channel traffic down to one fsync per command.
-    return _RedisFiles(root=Path(var_dir).resolve() / "state-redis", fsync="always")
+    return _RedisFiles.under(var_dir, "state-redis", fsync="always")
 
 
 def _redis_server_binary() -> Path:
@@ -104,7 +101,7 @@ def _write_config(files: _RedisFiles, port: int) -> None:
 
 def _redis_server(files: _RedisFiles) -> tuple[psutil.Process, int] | None:
     """The running server of this folder and its port (pid file plus a check of its command)."""
-    process = live_process(read_int(files.pid), name="redis-server")
+    process = live_process(read_int(files.pid), name=files.executable)
     port = read_int(files.port)
     if process is None or port is None:
         return None
@@ -210,13 +207,8 @@ def stop_state_redis(*, var_dir: Path) -> None:
 
 
 def _stop(files: _RedisFiles) -> None:
-    if not files.root.exists():
-        return
-    with files.locked():
+    def find() -> psutil.Process | None:
         running = _redis_server(files)
-        if running is None:
-            return
-        terminate(running[0], first_signal=signal.SIGTERM)
-        if live_process(running[0].pid, name="redis-server") is not None:
-            raise files.error("stop", f"redis-server pid {running[0].pid} did not exit")
-        files.pid.unlink(missing_ok=True)
+        return None if running is None else running[0]
+
+    stop_server(files, find, first_signal=signal.SIGTERM, leftovers=(files.pid,))

@@ -16,12 +16,14 @@ from webapp.engine_gateway.documents import (
     dag_parallelism,
     dag_problems,
     dag_shown,
+    dag_state_kinds,
     dag_with_secrets,
     document_limits,
     operator_catalog,
     prepare,
 )
 from webapp.engine_gateway.plans import (
+    LOGIC_FIXED,
     commands_between,
     plan_acknowledged,
     plan_check_rebalance,
@@ -31,6 +33,7 @@ from webapp.engine_gateway.plans import (
     plan_scale_in_by_instances,
     plan_scale_out_instances,
     rebalance_command,
+    rebalance_weighted_owners,
 )
 from webapp.engine_gateway.rates import (
     load_decide,
@@ -46,6 +49,7 @@ from webapp.engine_gateway.runs import (
 
 __all__ = [
     "CONTROL_PREFIX",
+    "LOGIC_FIXED",
     "ParserUnavailable",
     "commands_between",
     "control_send",
@@ -58,6 +62,7 @@ __all__ = [
     "dag_parallelism",
     "dag_problems",
     "dag_shown",
+    "dag_state_kinds",
     "dag_with_secrets",
     "document_limits",
     "load_decide",
@@ -73,5 +78,6 @@ __all__ = [
     "rates_etp",
     "rates_recommend",
     "rebalance_command",
+    "rebalance_weighted_owners",
     "run_driver",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.dag import max_parallelism, parse_job_graph, pinned_reason
+from engine.dag import max_parallelism, parse_job_graph, pinned_reason, state_kind_of
 from engine.dag.document import document_in_order
 from engine.dag.expressions import ExpressionParserUnavailable
 from engine.dag.secrets import masked_document, unmasked_document
@@ -67,6 +67,11 @@ def dag_assignment(document: dict[str, Any]) -> dict[str, list[list[int]]]:
 
     config = initial_config(plan_job(parse_job_graph(document)))
     return {op: describe(config, op)["ranges"] for op, c in config.items() if c.owners is not None}
+
+
+def dag_state_kinds(document: dict[str, Any]) -> dict[str, str]:
+    """Per operator, the state it keeps: stateless, keyed (by key group) or global."""
+    return {op.id: state_kind_of(op) for op in parse_job_graph(document).operators}
 
 
 def dag_limits(document: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -15,6 +15,9 @@ from webapp.engine_gateway.documents import dag_headroom, dag_problems
 from webapp.engine_gateway.rates import measured_rates
 from webapp.errors import ServiceError
 
+LOGIC_FIXED = "sources and sinks change only with a restart"
+"""Why a source's or a sink's params cannot change while the run runs."""
+
 
 def _check_headroom(document: dict[str, Any], instances: Any, direction: str) -> None:
     if not isinstance(instances, int) or isinstance(instances, bool):
@@ -85,7 +88,7 @@ def plan_logic(document: dict[str, Any], *, operator: Any, params: Any) -> dict[
     if not isinstance(params, dict):
         raise _problem("field params", "must be a JSON object")
     if op.type.startswith(("source.", "sink.")):
-        raise _problem(f"operator {operator}", "sources and sinks change only with a restart")
+        raise _problem(f"operator {operator}", LOGIC_FIXED)
     if state_kind_of(op) != "stateless":
         from engine.runtime.operators.changes import logic_change_refused
 
@@ -116,6 +119,15 @@ def plan_check_rebalance(document: dict[str, Any], *, operator: Any, assignment:
            for o in assignment):
         raise _problem("field assignment", f"owners must be instances 0..{op.parallelism - 1}")
     return assignment
+
+
+def rebalance_weighted_owners(*, key_group_loads: list[float], parallelism: int) -> list[int]:
+    """The owner of each key group under the weighted assignment a driver installs for a
+    rebalance with ``assignment: "weighted"`` (contiguous ranges of even summed load), for
+    ``key_group_loads`` (one load per key group)."""
+    from engine.mapping import weighted_assignment
+
+    return list(weighted_assignment(key_group_loads, parallelism).owners)
 
 
 def plan_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

@@ -52,10 +52,12 @@ def run_epoch_record(
 
 
 LOAD_OPERATOR_FIELDS = ("instances", "rows_in", "rows_out", "busy_ms", "region", "demand_rate")
-# Kept with the load for the run's pages: a keyed operator's rows per instance and its
-# event-time progress (None for the others).
+# Kept with the load for the run's pages: a keyed operator's rows per instance, its
+# event-time progress and the state bytes its instances read and wrote in the store that
+# epoch (None for the others).
 KEYED_OPERATOR_FIELDS = ("rows_in_per_instance", "watermark_ms", "max_event_ms",
-                         "watermark_delay_ms", "watermark_lag_ms")
+                         "watermark_delay_ms", "watermark_lag_ms", "state_bytes_read",
+                         "state_bytes_written")
 
 
 def epoch_load(metrics: dict[str, Any]) -> dict[str, Any]:

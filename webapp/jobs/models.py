@@ -5,6 +5,20 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from webapp.jobs.choices import (
+    ACTIVE_RUN_STATUSES,
+    AutoscaleMode,
+    ReconfigurationKind,
+    ReconfigurationStatus,
+    RunStatus,
+    Trigger,
+)
+
+__all__ = [
+    "ACTIVE_RUN_STATUSES", "AutoscaleMode", "ReconfigurationKind", "ReconfigurationStatus",
+    "RunStatus", "Trigger",
+]
+
 
 class ImmutableRowError(Exception):
     """An immutable record was asked to change."""
@@ -60,29 +74,6 @@ class JobVersion(models.Model):
         return f"{self.job} v{self.number}"
 
 
-class RunStatus(models.TextChoices):
-    STARTING = "starting"
-    RUNNING = "running"
-    STOPPING = "stopping"
-    STOPPED = "stopped"
-    FAILED = "failed"
-    RECOVERING = "recovering"
-
-
-class AutoscaleMode(models.TextChoices):
-    OFF = "off"
-    RECOMMEND = "recommend"
-    AUTO = "auto"
-
-
-ACTIVE_RUN_STATUSES = (
-    RunStatus.STARTING,
-    RunStatus.RUNNING,
-    RunStatus.STOPPING,
-    RunStatus.RECOVERING,
-)
-
-
 class Run(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs")
     version = models.ForeignKey(JobVersion, on_delete=models.PROTECT, related_name="runs")
@@ -124,31 +115,6 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.pk} of {self.job}"
-
-
-class ReconfigurationKind(models.TextChoices):
-    RESCALE = "rescale"
-    SCALE_OUT = "scale_out"
-    SCALE_IN = "scale_in"
-    REBALANCE = "rebalance"
-    LOGIC = "logic"
-    RESOURCES = "resources"
-    ROLLBACK = "rollback"
-
-
-class ReconfigurationStatus(models.TextChoices):
-    REQUESTED = "requested"
-    PENDING = "pending"
-    APPLIED = "applied"
-    REJECTED = "rejected"
-    FAILED = "failed"
-
-
-class Trigger(models.TextChoices):
-    USER = "user"
-    API_TOKEN = "api_token"
-    POLICY = "policy"  # the autoscaler's decisions
-    SYSTEM = "system"  # what the product records on its own: how runs and changes ended
 
 
 class Reconfiguration(models.Model):

@@ -9,18 +9,17 @@ from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from webapp import engine_gateway
 from webapp.errors import NotFound, ServiceError
 from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, JobVersion, Run, RunStatus
-
-
-def job_list(*, name: str = "") -> QuerySet:
-    """Jobs by name; with ``name``, those whose name contains it (any case)."""
-    jobs = Job.objects.order_by("name")
-    return jobs.filter(name__icontains=name) if name else jobs
-
+from webapp.written_once import version_answers
 
 # What the job list filters on: whether a run is going, and the archive.
 JOB_STATUSES = {"running": "running", "idle": "not running", "failed": "last run failed"}
 JOB_ARCHIVE = {"hide": "hidden", "include": "shown too", "only": "only archived"}
 MAX_SEARCH = 200  # as a job's name
+
+
+def job_list(*, archived: str = "hide") -> QuerySet:
+    """Jobs by name; ``archived``: one of JOB_ARCHIVE (archived jobs hidden by default)."""
+    return _in_archive(Job.objects.order_by("name"), archived)
 
 
 def job_search(*, text: str = "", status: str = "", archived: str = "hide") -> QuerySet:
@@ -31,8 +30,6 @@ def job_search(*, text: str = "", status: str = "", archived: str = "hide") -> Q
         raise _bad_filter("q", f"is {len(text)} characters long: at most {MAX_SEARCH}")
     if status and status not in JOB_STATUSES:
         raise _bad_filter("state", "must be one of " + ", ".join(JOB_STATUSES) + " (or empty)")
-    if archived not in JOB_ARCHIVE:
-        raise _bad_filter("archived", "must be one of " + ", ".join(JOB_ARCHIVE))
     runs = Run.objects.filter(job=OuterRef("pk"))
     jobs = Job.objects.annotate(
         has_active_run=Exists(runs.filter(status__in=ACTIVE_RUN_STATUSES)),
@@ -40,8 +37,7 @@ def job_search(*, text: str = "", status: str = "", archived: str = "hide") -> Q
     ).order_by("name")
     if text:
         jobs = jobs.filter(name__icontains=text)
-    if archived != "include":
-        jobs = jobs.filter(archived_at__isnull=archived == "hide")
+    jobs = _in_archive(jobs, archived)
     failed = Q(last_run_status=RunStatus.FAILED)
     if status == "running":
         jobs = jobs.filter(has_active_run=True)
@@ -50,6 +46,16 @@ def job_search(*, text: str = "", status: str = "", archived: str = "hide") -> Q
     elif status == "idle":
         jobs = jobs.filter(Q(last_run_status__isnull=True) | ~failed, has_active_run=False)
     return jobs
+
+
+def _in_archive(jobs: QuerySet, archived: str) -> QuerySet:
+    """``jobs`` filtered on the archive: "hide" the archived ones, "include" them, or "only"
+    them."""
+    if archived not in JOB_ARCHIVE:
+        raise _bad_filter("archived", "must be one of " + ", ".join(JOB_ARCHIVE))
+    if archived == "include":
+        return jobs
+    return jobs.filter(archived_at__isnull=archived == "hide")
 
 
 def _bad_filter(field: str, message: str) -> ServiceError:
@@ -96,23 +102,36 @@ def job_run_list(*, job: Job) -> QuerySet:
     return job.runs.select_related("version").order_by("-created_at", "-id")
 
 
-def job_as_json(job: Job) -> dict[str, Any]:
-    run = job_current_run(job=job)
+def job_summary_as_json(job: Job) -> dict[str, Any]:
+    """A job as the job list answers it."""
     return {
         "id": job.pk,
         "name": job.name,
         "latest_version": job.latest_version,
-        "created_at": job.created_at.isoformat(),
         "archived_at": job.archived_at.isoformat() if job.archived_at else None,
-        "versions": [
-            {
-                "number": v.number,
-                "author": v.author.username if v.author else None,
-                "created_at": v.created_at.isoformat(),
-                "comment": v.comment,
-                "dag": engine_gateway.dag_shown(v.dag),
-            }
-            for v in job.versions.select_related("author").order_by("number")
-        ],
+    }
+
+
+def job_as_json(job: Job) -> dict[str, Any]:
+    run = job_current_run(job=job)
+    return {
+        **job_summary_as_json(job),
+        "created_at": job.created_at.isoformat(),
+        "versions": job_versions_as_json(job=job),
         "current_run": None if run is None else {"id": run.pk, "status": run.status},
     }
+
+
+def job_versions_as_json(*, job: Job) -> list[dict[str, Any]]:
+    """The job's versions, oldest first. Versions are immutable and numbered in order, so
+    the list is kept per process until the job's latest version changes."""
+    return version_answers.get((job.pk, job.created_at, job.latest_version), lambda: [
+        {
+            "number": v.number,
+            "author": v.author.username if v.author else None,
+            "created_at": v.created_at.isoformat(),
+            "comment": v.comment,
+            "dag": engine_gateway.dag_shown(v.dag),
+        }
+        for v in job.versions.select_related("author").order_by("number")
+    ])

@@ -26,7 +26,7 @@ def job_create(*, dag: Any, actor, trigger: str, comment: str = "") -> JobVersio
                 job=job, number=1, dag=document, author=actor, comment=comment
             )
             audit_record(
-                actor=actor, trigger=trigger, action="job.created", job=job, outcome="done",
+                actor=actor, trigger=trigger, action="job.created", subject=job, outcome="done",
                 reason=comment, details={"version": 1},
             )
     except IntegrityError:
@@ -61,7 +61,8 @@ def job_version_create(
         job.latest_version = version.number
         job.save(update_fields=["latest_version", "updated_at"])
         audit_record(
-            actor=actor, trigger=trigger, action="job.version_created", job=job, outcome="done",
+            actor=actor, trigger=trigger, action="job.version_created", subject=job,
+            outcome="done",
             reason=comment, details={"version": version.number, "base_version": base_version},
         )
         job_event_publish(
@@ -88,7 +89,7 @@ def job_archive(*, job_id: int, actor, trigger: str, reason: str = "") -> Job:
                            "before archiving the job")
         job.archived_at, job.archived_by = timezone.now(), actor
         job.save(update_fields=["archived_at", "archived_by", "updated_at"])
-        audit_record(actor=actor, trigger=trigger, action="job.archived", job=job,
+        audit_record(actor=actor, trigger=trigger, action="job.archived", subject=job,
                      outcome="done", reason=reason)
     return job
 
@@ -103,7 +104,7 @@ def job_restore(*, job_id: int, actor, trigger: str, reason: str = "") -> Job:
         archived_at = job.archived_at
         job.archived_at, job.archived_by = None, None
         job.save(update_fields=["archived_at", "archived_by", "updated_at"])
-        audit_record(actor=actor, trigger=trigger, action="job.restored", job=job,
+        audit_record(actor=actor, trigger=trigger, action="job.restored", subject=job,
                      outcome="done", reason=reason,
                      details={"archived_at": archived_at.isoformat()})
     return job

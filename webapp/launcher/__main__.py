@@ -13,8 +13,6 @@ import os
 import signal
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -25,6 +23,7 @@ from webapp.demo_stream import demo_producer_argv
 from webapp.embedded.daemons import port_is_free
 from webapp.launcher.children import ChildGroup, say
 from webapp.launcher.embedded_services import Services, ensure_services
+from webapp.launcher.health import answers_health
 from webapp.launcher.run_lock import LockHolder, acquire_run_lock, run_lock_holder
 from webapp.launcher.supervisor import Supervisor, exit_description
 
@@ -109,14 +108,6 @@ def _start_processes(group: ChildGroup, *, port: int, var_dir: Path) -> None:
     )
 
 
-def _answers_health(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "healthz", timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 def _check_children(group: ChildGroup) -> None:
     dead = group.first_exited()
     if dead is None:
@@ -127,7 +118,7 @@ def _check_children(group: ChildGroup) -> None:
 
 def _wait_healthy(group: ChildGroup, *, url: str) -> None:
     deadline = time.monotonic() + HEALTH_TIMEOUT_S
-    while not _answers_health(url):
+    while not answers_health(url):
         _check_children(group)
         if time.monotonic() > deadline:
             raise LaunchError(f"{url}healthz did not answer 200 within {HEALTH_TIMEOUT_S:.0f} s")

@@ -15,7 +15,7 @@ from webapp.errors import NotFound, ServiceError
 from webapp.jobs import selectors
 from webapp.jobs.services import job_check_not_archived
 from webapp.pages import diffs
-from webapp.pages.views import _int_or_none
+from webapp.pages.lookups import int_or_none, job_version_or_404
 
 BLANK_DOCUMENT = {"name": "", "key_groups": 128, "operators": [], "edges": []}
 
@@ -43,12 +43,7 @@ def job_new(request):
 @page_requires(Permission.EDIT_JOBS)
 @require_GET
 def job_edit(request, job_id: int):
-    try:
-        job = selectors.job_get(job_id=job_id)
-        number = _int_or_none(request.GET.get("version"))
-        version = selectors.job_version_get(job=job, number=number)
-    except NotFound as error:
-        raise Http404(str(error)) from None
+    job, version = job_version_or_404(job_id, request.GET.get("version"))
     try:
         job_check_not_archived(job=job, doing="editing it")
     except ServiceError as error:  # the save would be refused: no editor to lose work in
@@ -65,8 +60,8 @@ def job_edit(request, job_id: int):
 def job_diff(request, job_id: int):
     try:
         job = selectors.job_get(job_id=job_id)
-        right = selectors.job_version_get(job=job, number=_int_or_none(request.GET.get("b")))
-        left_number = _int_or_none(request.GET.get("a")) or max(right.number - 1, 1)
+        right = selectors.job_version_get(job=job, number=int_or_none(request.GET.get("b")))
+        left_number = int_or_none(request.GET.get("a")) or max(right.number - 1, 1)
         left = selectors.job_version_get(job=job, number=left_number)
     except NotFound as error:
         raise Http404(str(error)) from None

@@ -17,12 +17,13 @@ from webapp.accounts.roles import Permission
 from webapp.audit.selectors import AuditFilter
 from webapp.jobs.models import Job
 from webapp.pages import selectors
-from webapp.pages.views import _int_or_none, _page_or_partial
+from webapp.pages.lookups import int_or_none
+from webapp.pages.views import _page_or_partial
 
 
 def history_filter(params) -> AuditFilter:
     return AuditFilter(
-        job_id=_int_or_none(params.get("job")),
+        job_id=int_or_none(params.get("job")),
         actor=params.get("actor") or None,
         action=params.get("action") or None,
         since=_datetime_or_none(params.get("since")),
@@ -35,7 +36,7 @@ def history_filter(params) -> AuditFilter:
 @require_GET
 def history(request):
     filters = history_filter(request.GET)
-    page = max(1, _int_or_none(request.GET.get("page")) or 1)
+    page = max(1, int_or_none(request.GET.get("page")) or 1)
     size = selectors.HISTORY_PAGE
     # One more than a page tells whether an older page exists.
     entries = selectors.history_entries(filters=filters, limit=size + 1, offset=(page - 1) * size)
@@ -54,6 +55,7 @@ def history(request):
         "since": request.GET.get("since", ""),
         "until": request.GET.get("until", ""),
         "nav": "history",
+        "heading": "History",
     }
     return render(request, _page_or_partial(request, "history", "history-rows"), context)
 

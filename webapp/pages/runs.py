@@ -18,22 +18,17 @@ from webapp.jobs import selectors as job_selectors
 from webapp.jobs.models import Trigger
 from webapp.pages import selectors
 from webapp.pages.forms import autoscale_body, reconfiguration_body
-from webapp.reconfigurations.requests import MAX_REASON
-from webapp.reconfigurations.services import (
-    RECONFIGURABLE,
-    reconfiguration_preview,
-    reconfiguration_request,
+from webapp.pages.lookups import run_or_404
+from webapp.pages.run_changes import (
+    preview_or_refusal,
+    reconfiguration_outcome,
+    run_change_panels,
 )
+from webapp.reconfigurations import selectors as reconfiguration_selectors
+from webapp.reconfigurations.requests import MAX_REASON
+from webapp.reconfigurations.services import RECONFIGURABLE
 from webapp.runs import inspection
-from webapp.runs.selectors import run_get
 from webapp.runs.services import MAX_STOP_REASON, run_start, run_stop
-
-
-def _run_or_404(run_id: int):
-    try:
-        return run_get(run_id=run_id)
-    except NotFound as error:
-        raise Http404(str(error)) from None
 
 
 def _run_context(run) -> dict:
@@ -45,7 +40,7 @@ def _run_context(run) -> dict:
 @page_requires(Permission.READ)
 @require_GET
 def run_detail(request, run_id: int):
-    run = _run_or_404(run_id)
+    run = run_or_404(run_id)
     can_operate = request.user.can(Permission.OPERATE_RUNS)
     incidents = _incidents(run)
     context = {
@@ -58,7 +53,10 @@ def run_detail(request, run_id: int):
         "request_id": uuid.uuid4().hex,
         "reason_max": MAX_REASON,
         "stop_reason_max": MAX_STOP_REASON,
+        "plan_version": reconfiguration_selectors.run_plan_version(run=run),
     }
+    if can_operate and context["live"]:
+        context["changes"] = run_change_panels(run=run)
     return render(request, "pages/run_detail.html", context)
 
 
@@ -79,7 +77,7 @@ def _views_context(run, view: str, incidents: dict) -> dict:
 @require_GET
 def run_epochs(request, run_id: int):
     """The run's epochs, newest first, a page at a time (``?before=<epoch>``)."""
-    run = _run_or_404(run_id)
+    run = run_or_404(run_id)
     before = request.GET.get("before", "")
     page = inspection.run_epochs_page(run=run, before=int(before) if before.isdigit() else None)
     return render(request, "pages/run_epochs.html",
@@ -90,7 +88,7 @@ def run_epochs(request, run_id: int):
 @require_GET
 def run_instances(request, run_id: int, operator_id: str):
     """The instances of one keyed operator over its recent epochs."""
-    run = _run_or_404(run_id)
+    run = run_or_404(run_id)
     try:
         found = inspection.operator_instances(run=run, operator_id=operator_id)
     except NotFound as error:
@@ -104,7 +102,7 @@ def run_instances(request, run_id: int, operator_id: str):
 def run_exceptions(request, run_id: int):
     """The run's failure and restarts (each cause in one line, the driver's last output behind
     a disclosure) and the changes the engine refused or that failed."""
-    run = _run_or_404(run_id)
+    run = run_or_404(run_id)
     incidents = _incidents(run)
     return render(request, "pages/run_exceptions.html", {
         **_run_context(run), **incidents, **_views_context(run, "exceptions", incidents),
@@ -114,7 +112,7 @@ def run_exceptions(request, run_id: int):
 @page_requires(Permission.READ)
 @require_GET
 def run_incidents(request, run_id: int):
-    run = _run_or_404(run_id)
+    run = run_or_404(run_id)
     return render(request, "pages/partials/run-incidents.html",
                   {**_run_context(run), **_incidents(run)})
 
@@ -122,13 +120,13 @@ def run_incidents(request, run_id: int):
 @page_requires(Permission.READ)
 @require_GET
 def run_series(request, run_id: int):
-    return JsonResponse(selectors.run_series(run=_run_or_404(run_id)))
+    return JsonResponse(selectors.run_series(run=run_or_404(run_id)))
 
 
 @page_requires(Permission.READ)
 @require_GET
 def run_reconfiguration_list(request, run_id: int):
-    run = _run_or_404(run_id)
+    run = run_or_404(run_id)
     context = {**_run_context(run), "reconfigurations": selectors.run_reconfigurations(run=run)}
     return render(request, "pages/partials/reconfigurations.html", context)
 
@@ -136,7 +134,7 @@ def run_reconfiguration_list(request, run_id: int):
 @page_requires(Permission.READ)
 @require_GET
 def run_autoscale_panel(request, run_id: int):
-    return render(request, "pages/partials/autoscale.html", _run_context(_run_or_404(run_id)))
+    return render(request, "pages/partials/autoscale.html", _run_context(run_or_404(run_id)))
 
 
 @page_requires(Permission.OPERATE_RUNS)
@@ -144,28 +142,18 @@ def run_autoscale_panel(request, run_id: int):
 def scale_preview(request, run_id: int):
     body = reconfiguration_body(request.POST)
     body.setdefault("reason", "preview")
-    context = {"body": body}
-    try:
-        context["preview"] = reconfiguration_preview(run_id=run_id, body=body)
+    context = preview_or_refusal({"body": body}, run_id=run_id, body=body)
+    if "preview" in context:
         context["rows"], context["unchanged"] = selectors.preview_rows(context["preview"])
-    except ServiceError as error:
-        context["error"] = error
     return render(request, "pages/partials/scale-preview.html", context)
 
 
 @page_requires(Permission.OPERATE_RUNS)
 @require_POST
 def reconfigure(request, run_id: int):
-    body = reconfiguration_body(request.POST)
-    try:
-        reconfiguration, created = reconfiguration_request(
-            run_id=run_id, body=body, actor=request.user, trigger=Trigger.USER)
-    except ServiceError as error:
-        return render(request, "pages/partials/scale-outcome.html", {"error": error})
-    response = render(request, "pages/partials/scale-outcome.html",
-                      {"reconfiguration": reconfiguration, "created": created})
-    response["HX-Trigger"] = "reconfigurations-changed"
-    return response
+    """Request a reconfiguration from a form of the run page (a rescale, the policy's scale
+    out or in, a rollback, a rebalance, a move to a newer version)."""
+    return reconfiguration_outcome(request, run_id, reconfiguration_body(request.POST))
 
 
 @page_requires(Permission.OPERATE_RUNS)
@@ -180,7 +168,7 @@ def autoscale(request, run_id: int):
     except NotFound as error:
         raise Http404(str(error)) from None
     except ServiceError as error:
-        run, context["error"], context["typed"] = _run_or_404(run_id), error, request.POST
+        run, context["error"], context["typed"] = run_or_404(run_id), error, request.POST
     return render(request, "pages/partials/autoscale.html", {**context, **_run_context(run)})
 
 

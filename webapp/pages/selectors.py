@@ -143,7 +143,9 @@ def preview_rows(preview: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
 def run_reconfigurations(*, run: Run, limit: int = 50) -> list[dict[str, Any]]:
     """The run's reconfigurations, newest first, as the API shows them."""
     found = run.reconfigurations.select_related("actor", "run").order_by("-requested_at", "-id")
-    return [reconfiguration_as_json(r) for r in found[:limit]]
+    # A rollback to a version names it: moving a run to a newer version is one of those.
+    return [{**reconfiguration_as_json(r), "to_version": (r.request or {}).get("to_version")}
+            for r in found[:limit]]
 
 
 def reconfigurations_by_id(ids: set[int]) -> dict[int, Reconfiguration]:

@@ -17,6 +17,7 @@ from webapp.errors import NotFound, ServiceError
 from webapp.jobs import selectors
 from webapp.jobs.models import Trigger
 from webapp.jobs.services import job_archive, job_restore
+from webapp.pages.lookups import job_version_or_404
 
 JOBS_PER_PAGE = 25
 RUNS_PER_PAGE = 20
@@ -40,7 +41,7 @@ def job_list(request):
     URL, so a filtered list can be bookmarked and works without scripts."""
     filters = {"q": request.GET.get("q", "").strip(), "state": request.GET.get("state", ""),
                "archived": request.GET.get("archived", "") or "hide"}
-    context = {**filters, "nav": "jobs", "statuses": selectors.JOB_STATUSES,
+    context = {**filters, "nav": "jobs", "heading": "Jobs", "statuses": selectors.JOB_STATUSES,
                "archive_choices": selectors.JOB_ARCHIVE, "jobs": [], "filtered": False}
     try:
         found = selectors.job_search(text=filters["q"], status=filters["state"],
@@ -70,12 +71,7 @@ def _page(items, number: str | None, size: int):
 @page_requires(Permission.READ)
 @require_GET
 def job_detail(request, job_id: int):
-    try:
-        job = selectors.job_get(job_id=job_id)
-        number = _int_or_none(request.GET.get("version"))
-        version = selectors.job_version_get(job=job, number=number)
-    except NotFound as error:
-        raise Http404(str(error)) from None
+    job, version = job_version_or_404(job_id, request.GET.get("version"))
     try:
         runs = _page(selectors.job_run_list(job=job), request.GET.get("runs_page"), RUNS_PER_PAGE)
     except ServiceError as error:
@@ -90,6 +86,8 @@ def job_detail(request, job_id: int):
         "run": run,
         "shown_run": selectors.job_shown_run(job=job),
         "runs": runs,
+        # The runs' pages keep the version shown (the latest is shown without one).
+        "runs_query": "" if version.number == job.latest_version else f"version={version.number}",
         "archive_refused": _archive_refused(job, run),
         "nav": "jobs",
     }
@@ -128,10 +126,3 @@ def _page_or_partial(request, page: str, target: str) -> str:
     if request.headers.get("HX-Request") and request.headers.get("HX-Target") == target:
         return f"pages/partials/{target}.html"
     return f"pages/{page}.html"
-
-
-def _int_or_none(value: str | None) -> int | None:
-    try:
-        return int(value) if value else None
-    except ValueError:
-        return None

@@ -141,8 +141,8 @@ def _record(run, request, after, commands, actor, trigger) -> Reconfiguration:
     # updates come after the send).
     transaction.on_commit(lambda: _deliver(reconfiguration.pk, run.pk, commands))
     audit_record(
-        actor=actor, trigger=trigger, action=f"reconfiguration.{request.kind}", job=run.job,
-        run_id=run.pk, reconfiguration_id=reconfiguration.pk, reason=request.reason,
+        actor=actor, trigger=trigger, action=f"reconfiguration.{request.kind}",
+        subject=reconfiguration, reason=request.reason,
         outcome=ReconfigurationStatus.REQUESTED, plan_diff=diff,
         details={"request": request.as_json()},
     )
@@ -260,8 +260,7 @@ def _audit_outcome(reconfiguration: Reconfiguration) -> None:
     audit_record(
         actor=None, trigger=Trigger.SYSTEM,
         action=f"reconfiguration.{reconfiguration.status}",
-        job=reconfiguration.run.job, run_id=reconfiguration.run_id,
-        reconfiguration_id=reconfiguration.pk, outcome=reconfiguration.status,
+        subject=reconfiguration, outcome=reconfiguration.status,
         reason=reconfiguration.status_reason, plan_diff=reconfiguration.plan_diff,
         details={"kind": reconfiguration.kind, "request_id": reconfiguration.request_id,
                  "applied_epoch": reconfiguration.applied_epoch,

@@ -38,7 +38,7 @@ def run_epoch_publish(*, run_id: int, metrics: dict[str, Any]) -> None:
 def live_metrics(metrics: dict[str, Any], *, at: float) -> dict[str, Any]:
     """The compact form of an epoch for the wire: rounded numbers, no per-instance lists;
     ``wm`` holds each keyed operator's ``[watermark, behind the clock, behind the newest
-    event]`` in ms."""
+    event]`` in ms, ``st`` its ``[state bytes read, state bytes written]``."""
     latency = metrics.get("latency_ms") or {}
     sources = (metrics.get("sources") or {}).values()
     regions = metrics.get("regions") or {}
@@ -56,6 +56,9 @@ def live_metrics(metrics: dict[str, Any], *, at: float) -> dict[str, Any]:
                        _r(op.get("watermark_lag_ms"), 0)]
                for op_id, op in (metrics.get("operators") or {}).items()
                if op.get("watermark_delay_ms") is not None},
+        "st": {op_id: [op.get("state_bytes_read"), op.get("state_bytes_written")]
+               for op_id, op in (metrics.get("operators") or {}).items()
+               if op.get("state_bytes_read") is not None},
         "broker": {op_id: {"lag": s.get("lag") or {}, "dl": s.get("dead_letters") or 0,
                            "sample": s.get("dead_letter_sample")}
                    for op_id, s in (metrics.get("broker_sources") or {}).items()},

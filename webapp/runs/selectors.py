@@ -8,6 +8,7 @@ from typing import Any
 from webapp.errors import NotFound
 from webapp.jobs.metrics import KEYED_OPERATOR_FIELDS
 from webapp.jobs.models import Job, OperatorEpoch, Reconfiguration, Run, RunEpoch
+from webapp.written_once import epoch_answers
 
 
 def run_get(*, run_id: int) -> Run:
@@ -34,7 +35,6 @@ def run_summary_as_json(run: Run) -> dict[str, Any]:
 
 
 def run_as_json(run: Run) -> dict[str, Any]:
-    latest = run.epochs.order_by("-epoch").first()
     return {
         "id": run.pk,
         "job": run.job_id,
@@ -49,8 +49,25 @@ def run_as_json(run: Run) -> dict[str, Any]:
         "started_at": _iso(run.started_at),
         "stopped_at": _iso(run.stopped_at),
         "autoscale": {"mode": run.autoscale_mode, "proposal": run.autoscale_proposal or None},
-        "metrics": {} if latest is None else epoch_as_json(latest, _operators(run, latest.epoch)),
+        "metrics": run_latest_metrics(run=run),
     }
+
+
+def run_latest_metrics(*, run: Run) -> dict[str, Any]:
+    """The metrics of the run's current epoch (its newest if the run names none or that
+    epoch's rows are gone), ``{}`` before any. An epoch's rows are written once, so its
+    answer is kept per process and costs no query while the run stays at that epoch."""
+    if run.current_epoch is None:
+        return _epoch_metrics(run, None)
+    return epoch_answers.get((run.pk, run.created_at, run.current_epoch),
+                             lambda: _epoch_metrics(run, run.current_epoch))
+
+
+def _epoch_metrics(run: Run, epoch: int | None) -> dict[str, Any]:
+    found = run.epochs.filter(epoch=epoch).first() if epoch is not None else None
+    if found is None:
+        found = run.epochs.order_by("-epoch").first()
+    return {} if found is None else epoch_as_json(found, _operators(run, found.epoch))
 
 
 def run_metrics(*, run: Run, since_epoch: int, limit: int = 500) -> list[dict[str, Any]]:

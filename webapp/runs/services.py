@@ -54,7 +54,7 @@ def run_start(*, job_id: int, version: int | None, actor, trigger: str) -> Run:
         run.checkpoint_location = str(run_dir(run.pk) / "checkpoint")
         run.save(update_fields=["checkpoint_location"])
         audit_record(
-            actor=actor, trigger=trigger, action="run.started", job=job, run_id=run.pk,
+            actor=actor, trigger=trigger, action="run.started", subject=run,
             outcome="requested", details={"version": job_version.number},
         )
         # Registered first: with Redis down the launch fails the run before anything else.
@@ -105,7 +105,7 @@ def run_stop(*, run_id: int, actor, trigger: str, reason: str = "") -> Run:
             run.status = RunStatus.STOPPING
             run.save(update_fields=["status"])
             audit_record(
-                actor=actor, trigger=trigger, action="run.stopped", job=run.job, run_id=run.pk,
+                actor=actor, trigger=trigger, action="run.stopped", subject=run,
                 reason=reason, outcome="requested",
             )
             _publish_status(run)
@@ -121,7 +121,8 @@ def run_status_set(
     last output, kept apart from the cause (shown behind a disclosure)."""
     with transaction.atomic():
         run = _locked(run_id)
-        if run.status in FINAL_STATUSES or run.status == status:
+        # Each restart is an event of its own, also of a run that never got back to running.
+        if run.status in FINAL_STATUSES or (run.status == status != RunStatus.RECOVERING):
             return run
         if run.status == RunStatus.STOPPING and status not in FINAL_STATUSES:
             return run
@@ -141,8 +142,8 @@ def run_status_set(
         run.save(update_fields=fields)
         if status in FINAL_STATUSES or status == RunStatus.RECOVERING:
             audit_record(
-                actor=None, trigger=Trigger.SYSTEM, action=f"run.{status}", job=run.job,
-                run_id=run.pk, outcome=status, reason=detail[:2000],
+                actor=None, trigger=Trigger.SYSTEM, action=f"run.{status}", subject=run,
+                outcome=status, reason=detail[:2000],
                 details={"output": output[-OUTPUT_KEPT:]} if output else None,
             )
         if status in FINAL_STATUSES:

@@ -19,6 +19,8 @@ from typing import Any
 
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
 from engine.runtime.control.channel import ControlChannel
+from engine.runtime.control.listener import Rejection
+from engine.runtime.control.reconfigure import malformed_ack
 
 log = logging.getLogger("streamscale.outbox")
 
@@ -119,6 +121,10 @@ class RunDeliveries:
             if self._recorder is not None:
                 self.to_host.put(f"{what} to the recorder",
                                  functools.partial(self._recorder.acknowledge, self.run_id, ack))
+
+    def malformed(self, rejection: Rejection) -> None:
+        """Queues the ack of a message the listener could not parse at all."""
+        self.acks([malformed_ack(*rejection)], ended_at_ms=None)
 
     def metrics(self, epoch: int, metrics: dict[str, Any]) -> None:
         """Queues an epoch's metrics for the publisher."""

@@ -16,6 +16,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from engine.dag.catalog import OPERATOR_TYPES
 from engine.runtime.errors import UnsupportedJobError
 from engine.runtime.io.data_access import resolve_data_path
 
@@ -26,24 +27,26 @@ _UNIT = float(2**53)
 
 @dataclass(frozen=True)
 class GeneratorSpec:
-    """The parameters of ``source.generator`` with their defaults applied."""
+    """The parameters of ``source.generator``, made by ``from_params`` with the catalog's
+    defaults applied."""
 
     rows_per_second: int
-    keys: int = 1000
-    skew: float = 0.0
-    seed: int = 0
-    start_ms: int = 0
-    event_types: tuple[str, ...] | None = None
+    keys: int
+    skew: float
+    seed: int
+    start_ms: int
+    event_types: tuple[str, ...] | None
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any], start_ms: int) -> GeneratorSpec:
+    def from_params(cls, params: Mapping[str, Any], start_ms: int = 0) -> GeneratorSpec:
         """Reads the operator params; ``start_ms`` anchors event time of event 0."""
-        types = params.get("event_types")
+        given = {**OPERATOR_TYPES["source.generator"].defaults(), **params}
+        types = given.get("event_types")
         return cls(
-            rows_per_second=int(params.get("rows_per_second", 1000)),
-            keys=int(params.get("keys", 1000)),
-            skew=float(params.get("skew", 0.0)),
-            seed=int(params.get("seed", 0)),
+            rows_per_second=int(given.get("rows_per_second", 1000)),
+            keys=int(given["keys"]),
+            skew=float(given["skew"]),
+            seed=int(given["seed"]),
             start_ms=start_ms,
             event_types=tuple(types) if types else None,
         )

@@ -18,34 +18,24 @@ import pyarrow.compute as pc
 
 from engine.runtime.operators.columns import TIME_US
 from engine.runtime.operators.durations import parse_duration_us
-from engine.runtime.operators.key_params import key_columns
+from engine.runtime.operators.key_params import KeyedSpec, keyed_params
 from engine.runtime.state.base import EMITTED
 
 FIRST = "__first_us"
 
 
 @dataclass(frozen=True)
-class DedupeSpec:
+class DedupeSpec(KeyedSpec):
     """Parsed params of a ``dedupe`` operator."""
 
-    operator: str
-    keys: tuple[str, ...]
-    time: str
     within_us: int
-    watermark_us: int
 
 
 def parse_dedupe_spec(operator: str, params: Mapping[str, Any]) -> DedupeSpec:
     """Reads ``dedupe`` params; errors name the operator."""
-    where = f"operator {operator!r}"
-    keys = key_columns(params, where)
-    return DedupeSpec(
-        operator=operator,
-        keys=keys,
-        time=str(params.get("time", "event_time")),
-        within_us=parse_duration_us(params.get("within", ""), f"{where} within"),
-        watermark_us=parse_duration_us(params.get("watermark", "0 seconds"), f"{where} watermark"),
-    )
+    keyed = keyed_params(operator, params)
+    within_us = parse_duration_us(params.get("within", ""), f"operator {operator!r} within")
+    return DedupeSpec(**keyed, within_us=within_us)
 
 
 def change_refused(old: DedupeSpec, new: DedupeSpec) -> str | None:

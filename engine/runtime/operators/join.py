@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from engine.runtime.errors import UnsupportedJobError
 from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.durations import parse_duration_us
-from engine.runtime.operators.key_params import key_columns
+from engine.runtime.operators.key_params import KeyedSpec, keyed_params
 
 SIDE = "__side"
 LEFT, RIGHT = 0, 1
@@ -35,15 +35,11 @@ _LEFT_ROW, _RIGHT_ROW, _RIGHT_TIME = "__left_row", "__right_row", "__right_time_
 
 
 @dataclass(frozen=True)
-class JoinSpec:
+class JoinSpec(KeyedSpec):
     """Parsed params of a ``join``; the column layout is filled in per epoch from the
     inputs' schemas (``with_layout``)."""
 
-    operator: str
-    keys: tuple[str, ...]
-    time: str
     within_us: int
-    watermark_us: int
     left_columns: tuple[str, ...] = ()
     right_columns: tuple[str, ...] = ()
 
@@ -61,16 +57,10 @@ class JoinSpec:
 def parse_join_spec(operator: str, params: Mapping[str, Any]) -> JoinSpec:
     """Reads ``join`` params; errors name the operator and the param."""
     where = f"operator {operator!r}"
-    keys = key_columns(params, where)
+    keyed = keyed_params(operator, params)
     if "within" not in params:
         raise UnsupportedJobError(f"{where}: 'within' is required (e.g. \"5 seconds\")")
-    return JoinSpec(
-        operator=operator,
-        keys=keys,
-        time=str(params.get("time", "event_time")),
-        within_us=parse_duration_us(params["within"], f"{where} within"),
-        watermark_us=parse_duration_us(params.get("watermark", "0 seconds"), f"{where} watermark"),
-    )
+    return JoinSpec(**keyed, within_us=parse_duration_us(params["within"], f"{where} within"))
 
 
 def change_refused(old: JoinSpec, new: JoinSpec) -> str | None:

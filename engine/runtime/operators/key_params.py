@@ -1,11 +1,35 @@
-"""The ``key`` param every keyed operator reads."""
+"""The params every keyed operator reads: its key columns, event-time column and watermark."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from engine.runtime.errors import UnsupportedJobError
+from engine.runtime.operators.durations import parse_duration_us
+
+
+@dataclass(frozen=True)
+class KeyedSpec:
+    """What the parsed params of every keyed operator (window, join, dedupe) begin with."""
+
+    operator: str
+    keys: tuple[str, ...]
+    time: str
+    watermark_us: int
+
+
+def keyed_params(operator: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``KeyedSpec`` fields read from ``params``; errors name the operator and param."""
+    where = f"operator {operator!r}"
+    return {
+        "operator": operator,
+        "keys": key_columns(params, where),
+        "time": str(params.get("time", "event_time")),
+        "watermark_us": parse_duration_us(params.get("watermark", "0 seconds"),
+                                          f"{where} watermark"),
+    }
 
 
 def key_columns(params: Mapping[str, Any], where: str) -> tuple[str, ...]:

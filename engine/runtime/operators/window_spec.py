@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.runtime.errors import UnsupportedJobError
 from engine.runtime.operators.durations import parse_duration_us
-from engine.runtime.operators.key_params import key_columns
+from engine.runtime.operators.key_params import KeyedSpec, keyed_params
 
 _AGG = re.compile(r"^\s*(count|sum|min|max|avg)\s*\(\s*(\*|[A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$", re.I)
 _MERGE = {"count": "sum", "sum": "sum", "min": "min", "max": "max"}
@@ -45,15 +45,11 @@ class Aggregate:
 
 
 @dataclass(frozen=True)
-class WindowSpec:
+class WindowSpec(KeyedSpec):
     """A keyed event-time window aggregation (tumbling when slide equals window)."""
 
-    operator: str
-    keys: tuple[str, ...]
-    time: str
     window_us: int
     slide_us: int
-    watermark_us: int
     aggregates: tuple[Aggregate, ...]
     partials: tuple[Partial, ...]
 
@@ -66,20 +62,16 @@ class WindowSpec:
 def parse_window_spec(operator: str, params: Mapping[str, Any]) -> WindowSpec:
     """Reads ``window_aggregate`` params; errors name the operator and param."""
     where = f"operator {operator!r}"
-    keys = key_columns(params, where)
+    keyed = keyed_params(operator, params)
     window_us = parse_duration_us(params.get("window", ""), f"{where} window")
     slide_us = parse_duration_us(params.get("slide", params["window"]), f"{where} slide")
-    watermark_us = parse_duration_us(params.get("watermark", "0 seconds"), f"{where} watermark")
     aggregates, partials = _parse_aggregates(
         where, params.get("aggregates") or {"count": "count(*)"}
     )
     return WindowSpec(
-        operator=operator,
-        keys=keys,
-        time=str(params.get("time", "event_time")),
+        **keyed,
         window_us=window_us,
         slide_us=slide_us,
-        watermark_us=watermark_us,
         aggregates=tuple(aggregates),
         partials=tuple(partials),
     )

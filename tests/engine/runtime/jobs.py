@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from bench.workload import chain_job, views_filter, window_count
 from engine.runtime.api import start_run
 from engine.runtime.driver.job_run import JobRun
 from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
@@ -48,9 +49,16 @@ def start_collected_run(
 
 ROWS_PER_SECOND = 4000
 KEYS = 500
+# The generator of the test jobs; the expected rows are computed from the same params.
+GENERATOR_PARAMS = {"rows_per_second": ROWS_PER_SECOND, "keys": KEYS, "seed": 7}
 WINDOW_S = 4
 WATERMARK_S = 1
 AGGREGATES = {"views": "count(*)", "users": "sum(user_id)", "top": "max(amount)"}
+
+
+def generator() -> dict[str, Any]:
+    """The test jobs' ``events`` operator: the generator with ``GENERATOR_PARAMS``."""
+    return {"id": "events", "type": "source.generator", "params": GENERATOR_PARAMS}
 
 
 def window_job(
@@ -61,38 +69,18 @@ def window_job(
     slide_s: int | None = None,
 ) -> dict[str, Any]:
     """generator -> filter -> window_aggregate (tumbling, or sliding by ``slide_s``) -> sink."""
-    slide = {} if slide_s is None else {"slide": f"{slide_s} seconds"}
-    return {
-        "name": "runtime-test",
-        "key_groups": key_groups,
-        "operators": [
-            {
-                "id": "events",
-                "type": "source.generator",
-                "params": {"rows_per_second": ROWS_PER_SECOND, "keys": KEYS, "seed": 7},
-            },
-            {"id": "views", "type": "filter", "params": {"condition": condition}},
-            {
-                "id": "counts",
-                "type": "window_aggregate",
-                "parallelism": parallelism,
-                "params": {
-                    "key": ["campaign_id"],
-                    "time": "event_time",
-                    "window": f"{WINDOW_S} seconds",
-                    "watermark": f"{WATERMARK_S} seconds",
-                    "aggregates": AGGREGATES,
-                    **slide,
-                },
-            },
-            {"id": "out", **sink},
-        ],
-        "edges": [
-            {"from": "events", "to": "views"},
-            {"from": "views", "to": "counts"},
-            {"from": "counts", "to": "out"},
-        ],
-    }
+    counts = window_count(
+        parallelism,
+        window=f"{WINDOW_S} seconds",
+        watermark=f"{WATERMARK_S} seconds",
+        aggregates=AGGREGATES,
+        slide=None if slide_s is None else f"{slide_s} seconds",
+    )
+    return chain_job(
+        "runtime-test",
+        [generator(), views_filter(condition), counts, {"id": "out", **sink}],
+        key_groups=key_groups,
+    )
 
 
 def expected_windows(
@@ -108,7 +96,7 @@ def expected_windows(
     event time. Windows close once the watermark (max filtered event time before the
     last epoch minus the delay) reaches their end.
     """
-    spec = GeneratorSpec(rows_per_second=ROWS_PER_SECOND, keys=KEYS, seed=7, start_ms=start_ms)
+    spec = GeneratorSpec.from_params(GENERATOR_PARAMS, start_ms)
     rows = generator_batch(spark, spec, 0, (last_epoch + 1) * ROWS_PER_SECOND)
     kept = None
     bounds = [*[c[0] for c in conditions[1:]], last_epoch + 1]
@@ -158,7 +146,7 @@ def expected_windows_planned(
     plan = EpochLog(os.path.join(checkpoint, "epochs")).plan(last_epoch)
     assert plan is not None, f"no plan for epoch {last_epoch}"
     end, watermark = plan["sources"]["events"][1], plan["watermarks"]["counts"]
-    spec = GeneratorSpec(rows_per_second=ROWS_PER_SECOND, keys=KEYS, seed=7, start_ms=start_ms)
+    spec = GeneratorSpec.from_params(GENERATOR_PARAMS, start_ms)
     rows = generator_batch(spark, spec, 0, end).where(F.expr(condition))
     grouped = (
         rows.groupBy("campaign_id", F.window("event_time", f"{WINDOW_S} seconds"))
@@ -196,7 +184,7 @@ def join_operators(parallelism: int = 2, source: str = "events") -> list[dict[st
     ``source`` -> views (a filter) and ``source`` -> clicks -> click_cols (a map naming the
     click's columns) -> pairs (join, views on the left)."""
     return [
-        {"id": "views", "type": "filter", "params": {"condition": "event_type = 'view'"}},
+        views_filter(),
         {"id": "clicks", "type": "filter", "params": {"condition": "event_type = 'click'"}},
         {"id": "click_cols", "type": "map", "params": {"columns": JOIN_COLUMNS}},
         {
@@ -230,11 +218,7 @@ def join_job(sink: dict[str, Any], parallelism: int = 2, key_groups: int = 32) -
         "name": "join-test",
         "key_groups": key_groups,
         "operators": [
-            {
-                "id": "events",
-                "type": "source.generator",
-                "params": {"rows_per_second": ROWS_PER_SECOND, "keys": KEYS, "seed": 7},
-            },
+            generator(),
             *join_operators(parallelism),
             {"id": "joined", **sink},
         ],
@@ -247,7 +231,7 @@ def expected_pairs(spark: SparkSession, start_ms: int, last_epoch: int) -> dict[
     from Spark's own join of the generator's rows: every view and click of the same
     campaign at most ``JOIN_WITHIN_S`` apart, both among the events of epochs
     0..``last_epoch`` (a pair is emitted when its later row arrives)."""
-    spec = GeneratorSpec(rows_per_second=ROWS_PER_SECOND, keys=KEYS, seed=7, start_ms=start_ms)
+    spec = GeneratorSpec.from_params(GENERATOR_PARAMS, start_ms)
     rows = generator_batch(spark, spec, 0, (last_epoch + 1) * ROWS_PER_SECOND)
     views = rows.where("event_type = 'view'").alias("v")
     clicks = rows.where("event_type = 'click'").alias("c")

@@ -39,6 +39,7 @@ def test_kept_rows_keeps_the_first_per_key_within_the_bound() -> None:
 @pytest.mark.spark
 def test_dedupe_is_exact_across_a_rescale(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     sink = f"dedupe_{uuid.uuid4().hex[:6]}"
+    generator = {"rows_per_second": ROWS_PER_SECOND, "keys": KEYS, "seed": 3}
     job = {
         "name": "dedupe-test",
         "key_groups": 16,
@@ -46,7 +47,7 @@ def test_dedupe_is_exact_across_a_rescale(spark, tmp_path) -> None:  # type: ign
             {
                 "id": "events",
                 "type": "source.generator",
-                "params": {"rows_per_second": ROWS_PER_SECOND, "keys": KEYS, "seed": 3},
+                "params": generator,
             },
             {
                 "id": "once",
@@ -80,7 +81,7 @@ def test_dedupe_is_exact_across_a_rescale(spark, tmp_path) -> None:  # type: ign
     assert run.wait(180) == "stopped"
     assert recorder.acks[0]["status"] == "applied"
 
-    spec = GeneratorSpec(rows_per_second=ROWS_PER_SECOND, keys=KEYS, seed=3, start_ms=run.start_ms)
+    spec = GeneratorSpec.from_params(generator, run.start_ms)
     rows = generator_batch(spark, spec, 0, 7 * ROWS_PER_SECOND).orderBy("event_id").collect()
     last: dict[int, int] = {}
     expected = set()

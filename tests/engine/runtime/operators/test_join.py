@@ -220,7 +220,7 @@ def test_logic_changes_around_a_join_are_checked_against_its_output(spark) -> No
         {"from": "late", "to": "joined"},
     ]
     graph = parse_job_graph(job)
-    batch = generator_batch(spark, GeneratorSpec(rows_per_second=10), 0, 10)
+    batch = generator_batch(spark, GeneratorSpec.from_params({"rows_per_second": 10}), 0, 10)
     check = logic_checker(graph, initial_config(plan_job(graph)), batch)
     check("late", {"condition": "click_time > event_time"})  # a right-only column: accepted
     with pytest.raises(CommandRejected, match="no_such"):

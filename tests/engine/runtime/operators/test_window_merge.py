@@ -6,12 +6,13 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from bench.layouts import window_task
 from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.window_groups import process_group_instance
 from engine.runtime.operators.window_merge import assign_windows
 from engine.runtime.operators.window_spec import parse_window_spec
-from engine.runtime.operators.window_worker import process_window_instance, window_state_schema
-from engine.runtime.stage.vsn_worker import EpochTask, InstanceReport
+from engine.runtime.operators.window_worker import process_window_instance
+from engine.runtime.stage.vsn_worker import InstanceReport
 from engine.runtime.state.memory import MemoryStateStore
 
 # Both layouts must behave alike: keyed entries (Redis) and whole groups (embedded store).
@@ -28,19 +29,6 @@ SPEC = parse_window_spec(
         "aggregates": {"n": "count(*)", "total": "sum(v)", "mean": "avg(v)"},
     },
 )
-SCHEMA = pa.schema(
-    [
-        ("k", pa.int64()),
-        ("window_start", pa.int64()),
-        ("window_end", pa.int64()),
-        ("n", pa.int64()),
-        ("total", pa.int64()),
-        ("mean", pa.float64()),
-        ("__report", pa.string()),
-    ]
-)
-
-
 INPUT = pa.schema([(KG, pa.int32()), ("k", pa.int64()), ("v", pa.int64()), (TIME_US, pa.int64())])
 
 
@@ -63,15 +51,8 @@ def _epoch(
     events: list[tuple[int, int, int]],
     process=process_window_instance,  # type: ignore[no-untyped-def]
 ) -> tuple[dict, InstanceReport]:
-    task = EpochTask(
-        SPEC,
-        None,
-        epoch,
-        None if watermark_s is None else watermark_s * S,  # type: ignore[arg-type]
-        (0, 0, 0, 0),
-        SCHEMA,
-        window_state_schema(SPEC, INPUT),
-    )
+    watermark_us = None if watermark_s is None else watermark_s * S
+    task = window_task(SPEC, INPUT, epoch, owners=(0, 0, 0, 0), watermark_us=watermark_us)
     report = InstanceReport(instance=0)
     emitted = process(task, report, _rows(events) if events else None, store)
     rows = (

@@ -1,0 +1,107 @@
+"""One epoch's work, once its plan is fixed: the pipeline over the batch, the outcome in
+the epoch log, then the metrics and the acks, which leave off the epoch's path."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from engine.dag import JobGraph
+from engine.runtime.control.outbox import RunDeliveries
+from engine.runtime.control.run_config import OperatorConfig, RunConfig
+from engine.runtime.driver.metrics import epoch_metrics, stage_max_event_us
+from engine.runtime.driver.planning import EpochPlanner
+from engine.runtime.driver.source_readings import SourceReadings
+from engine.runtime.io.broker.lag import broker_lags, broker_report
+from engine.runtime.io.sinks import Sink, build_sink
+from engine.runtime.io.streams import clock_source_rows
+from engine.runtime.stage.pipeline import EpochPipeline, EpochResult
+from engine.runtime.stage.regions import StageClock
+
+
+@dataclass(frozen=True)
+class EpochDone:
+    """What the run keeps of an epoch it ran: its configuration and whether it is the last."""
+
+    config: RunConfig
+    stop: bool
+
+
+class EpochRunner:
+    """Runs an epoch's plan and reports it."""
+
+    def __init__(self, planner: EpochPlanner, deliveries: RunDeliveries) -> None:
+        self.planner, self.deliveries = planner, deliveries
+        self.graph: JobGraph = planner.graph
+        self.sinks: dict[str, Sink] = {
+            s: build_sink(self.graph.operator(s).type, s, dict(self.graph.operator(s).params),
+                          planner.run_id)
+            for s in self.graph.sinks()
+        }
+        self.clock = StageClock(planner.spark, f"streamscale-{planner.run_id}")
+        self.readings = SourceReadings(planner.meters)
+        self._last_start: float | None = None
+
+    def run(self, batch: DataFrame, epoch: int) -> EpochDone:
+        """Fixes the epoch's plan, runs it, logs the outcome and sends metrics and acks."""
+        started = time.time()
+        interval_ms = (started - self._last_start) * 1000.0 if self._last_start else None
+        self._last_start = started
+        plan = self.planner.plan(epoch, batch)
+        config = {op: OperatorConfig.from_dict(c) for op, c in plan["config"].items()}
+        result = self._pipeline(batch, epoch, plan, config)
+        self.planner.log.write_outcome(epoch, epoch_outcome(result, self.graph.key_groups))
+        batch_ms = (time.time() - started) * 1000.0
+        metrics = self._metrics(batch, epoch, plan, config, result, batch_ms,
+                                interval_ms or batch_ms)
+        # The epoch is committed: its acks can say when the change took effect.
+        self.deliveries.acks(plan["acks"], ended_at_ms=time.time() * 1000.0)
+        self.deliveries.metrics(epoch, metrics)
+        return EpochDone(config, bool(plan.get("stop")))
+
+    def _pipeline(self, batch: DataFrame, epoch: int, plan: dict[str, Any],
+                  config: RunConfig) -> EpochResult:
+        ranges = plan.get("sources", {})
+        frames = clock_source_rows(
+            self.planner.spark, self.graph, self.planner.start_ms, ranges,
+            {op: config[op].parallelism for op in ranges},
+        )
+        self.clock.epoch = epoch
+        pipeline = EpochPipeline(
+            self.graph, config, epoch, plan["watermarks"], self.planner.store, self.sinks,
+            source_frames=frames, clock=self.clock,
+            plan=self.planner.running_plan(plan["config"]),
+        )
+        return pipeline.run(batch)
+
+    def _metrics(self, batch: DataFrame, epoch: int, plan: dict[str, Any], config: RunConfig,
+                 result: EpochResult, batch_ms: float, interval_ms: float) -> dict[str, Any]:
+        lags = broker_lags(self.graph, self.planner.options.checkpoint, epoch)
+        sources = {
+            **self.readings.sources(epoch, plan.get("sources", {}), batch, interval_ms),
+            **self.readings.brokers(lags, result, interval_ms),
+        }
+        metrics = epoch_metrics(
+            self.planner.run_id, epoch, self.graph, config, result, batch_ms, interval_ms,
+            sources, self.clock, watermarks=plan["watermarks"],
+        )
+        metrics.update(broker_report(lags, result.dead_letters))
+        return metrics
+
+
+def epoch_outcome(result: EpochResult, key_groups: int) -> dict[str, Any]:
+    """What the next epoch's plan needs of this one: each keyed operator's newest event
+    time and its rows per key group (the loads a rebalance weighs)."""
+    max_event: dict[str, int | None] = {}
+    kg_rows: dict[str, list[int]] = {}
+    for op_id, reports in result.stage_reports.items():
+        max_event[op_id] = stage_max_event_us(reports)
+        loads = [0] * key_groups
+        for report in reports:
+            for kg, rows in (report.get("kg_rows") or {}).items():
+                loads[int(kg)] += rows
+        kg_rows[op_id] = loads
+    return {"max_event_us": max_event, "kg_rows": kg_rows}

@@ -1,0 +1,136 @@
+"""An epoch's plan, fixed before it runs: the configuration with the picked-up commands
+applied, the watermarks advanced, the clock sources' row ranges and the acks to send.
+
+A plan is written to the epoch log before the epoch runs, so a replayed epoch (after a
+crash) runs the same plan; the planner's plan of each configuration is made once."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from engine.dag import JobGraph
+from engine.planner import PhysicalPlan, plan_job
+from engine.runtime.control.listener import ControlListener
+from engine.runtime.control.reconfigure import apply_commands
+from engine.runtime.control.run_config import (
+    OperatorConfig,
+    RunConfig,
+    initial_config,
+    running_plan,
+)
+from engine.runtime.driver.epoch_log import EpochLog
+from engine.runtime.driver.options import RunOptions, save_run_info
+from engine.runtime.io.source_load import ClockSource, build_meters
+from engine.runtime.io.streams import clock_source_rows
+from engine.runtime.stage.logic_check import KEYED_SPECS, logic_checker
+from engine.runtime.state import StoreSpec, open_store
+
+
+class EpochPlanner:
+    """Fixes each epoch's plan from the one before it and the commands picked up since."""
+
+    def __init__(self, graph: JobGraph, spark: SparkSession, options: RunOptions, log: EpochLog,
+                 info: dict[str, Any]) -> None:
+        self.graph, self.spark, self.options, self.log = graph, spark, options, log
+        self.run_id: str = info["run_id"]
+        self.start_ms: int = info["start_ms"]
+        self.meters = build_meters(graph, self.start_ms, options.epoch_ms,
+                                   back_to_back=options.trigger_ms == 0)
+        self.clocks = {op: m for op, m in self.meters.items() if isinstance(m, ClockSource)}
+        self.store: StoreSpec = options.state_store()
+        self.listener: ControlListener | None = None  # set once the run starts
+        self._plans: dict[str, PhysicalPlan] = {}
+
+    def plan(self, epoch: int, batch: DataFrame) -> dict[str, Any]:
+        """The epoch's logged plan (a replay), else a new one, logged before it runs."""
+        return self.log.plan(epoch) or self._new_plan(epoch, batch)
+
+    def running_plan(self, config: dict[str, Any]) -> PhysicalPlan:
+        """The planner's plan of the configuration an epoch runs (made once per config)."""
+        key = json.dumps(config, sort_keys=True)
+        if key not in self._plans:
+            parsed = {op: OperatorConfig.from_dict(c) for op, c in config.items()}
+            self._plans = {key: running_plan(self.graph, parsed)}
+        return self._plans[key]
+
+    def _new_plan(self, epoch: int, batch: DataFrame) -> dict[str, Any]:
+        previous = self.log.latest_plan(before=epoch)
+        outcome, taken, cursor, watermarks = None, {}, None, {}
+        if previous is None:
+            config = initial_config(plan_job(self.graph))
+            self._anchor_clock()
+        else:
+            prev_epoch, prev = previous
+            config = {op: OperatorConfig.from_dict(c) for op, c in prev["config"].items()}
+            cursor, watermarks = prev.get("cursor"), dict(prev["watermarks"])
+            outcome, taken = self.log.outcome(prev_epoch), prev.get("sources", {})
+        watermarks = advance_watermarks(self.graph, config, watermarks, outcome)
+        assert self.listener is not None
+        commands = self.listener.drain()
+        config, acks, stop = self._apply(config, commands, epoch, batch, outcome)
+        plan = {
+            "epoch": epoch,
+            "config": {op: c.to_dict() for op, c in config.items()},
+            "watermarks": watermarks,
+            "cursor": commands[-1].cursor if commands else cursor,
+            "acks": acks,
+            "stop": stop,
+            "sources": self._take(taken),
+        }
+        self.log.write_plan(epoch, plan)
+        return plan
+
+    def _apply(self, config: RunConfig, commands: list[Any], epoch: int, batch: DataFrame,
+               outcome: dict[str, Any] | None) -> tuple[RunConfig, list[dict[str, Any]], bool]:
+        """The configuration with ``commands`` applied, their acks, and whether to stop."""
+        empty = {op: [0, 0] for op in self.clocks}
+        shapes = clock_source_rows(
+            self.spark, self.graph, self.start_ms, empty if commands else {},
+            dict.fromkeys(empty, 1),
+        )
+        check = logic_checker(self.graph, config, batch, shapes)
+        loads = (outcome or {}).get("kg_rows", {})
+        return apply_commands(
+            self.graph, config, commands, epoch, loads, check, open_store(self.store).hand_over
+        )
+
+    def _anchor_clock(self) -> None:
+        """Before the first epoch: the clock sources' rows fall due from one epoch ago, not
+        from when the run was created (Spark's start-up is not load the run fell behind on)."""
+        self.start_ms = int(time.time() * 1000) - self.options.epoch_ms
+        save_run_info(self.options, {"run_id": self.run_id, "start_ms": self.start_ms})
+        for clock in self.clocks.values():
+            clock.start_ms = self.start_ms
+
+    def _take(self, taken: dict[str, list[int]]) -> dict[str, list[int]]:
+        """Each clock source's row range for the epoch being planned: from where the last
+        one ended, what is due now, up to the source's cap."""
+        now_ms = time.time() * 1000.0
+        ranges = {}
+        for op, clock in self.clocks.items():
+            first = taken[op][1] if op in taken else 0
+            ranges[op] = list(clock.take(first, now_ms))
+        return ranges
+
+
+def advance_watermarks(
+    graph: JobGraph, config: RunConfig, watermarks: dict[str, Any], outcome: dict[str, Any] | None
+) -> dict[str, int | None]:
+    """Each keyed operator's watermark for the next epoch: the newest event time it has
+    seen less its watermark delay, never moving back."""
+    advanced: dict[str, int | None] = {}
+    seen = (outcome or {}).get("max_event_us", {})
+    for op in graph.operators:
+        keyed = KEYED_SPECS.get(op.type)
+        if keyed is None:
+            continue
+        delay = keyed.parse(op.id, config[op.id].params).watermark_us
+        current = watermarks.get(op.id)
+        candidate = None if seen.get(op.id) is None else seen[op.id] - delay
+        values = [v for v in (current, candidate) if v is not None]
+        advanced[op.id] = max(values) if values else None
+    return advanced

@@ -1,0 +1,65 @@
+"""What each source offered, consumed and left behind, read at the end of every epoch."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from engine.runtime.io.source_load import SourceLoad, SourceMeter, source_figures
+from engine.runtime.stage.pipeline import EpochResult
+
+
+class SourceReadings:
+    """Each source's load at its last reading, so a reading's rates cover the time since
+    the one before (not the time between epoch starts)."""
+
+    def __init__(self, meters: dict[str, SourceMeter]) -> None:
+        self.meters = meters
+        self._loads: dict[str, SourceLoad] = {}
+        self._read_at: dict[str, float] = {}
+
+    def sources(
+        self, epoch: int, ranges: dict[str, list[int]], batch: DataFrame, interval_ms: float
+    ) -> dict[str, dict[str, Any]]:
+        """Offered, consumed and backlog of every metered source at the end of ``epoch``."""
+        figures = {}
+        for op, meter in self.meters.items():
+            taken = ranges[op][1] - ranges[op][0] if op in ranges else _files_read(batch, op)
+            meter.took(ranges[op][1] if op in ranges else None, taken)
+            load = meter.offered(epoch, time.time() * 1000.0)
+            first = SourceLoad(load.offered - taken, load.consumed - taken, load.unit)
+            figures[op] = self._read(op, load, first, interval_ms)
+        return figures
+
+    def brokers(
+        self, lags: dict[str, dict[str, int]], result: EpochResult, interval_ms: float
+    ) -> dict[str, dict[str, Any]]:
+        """A broker source's load: what it consumed so far, and its lag as the backlog."""
+        figures = {}
+        for op, streams in lags.items():
+            taken = result.rows_out.get(op) or 0
+            consumed = (self._loads[op].consumed if op in self._loads else 0) + taken
+            load = SourceLoad(consumed + sum(streams.values()), consumed)
+            # The first reading: the lag before this epoch is unknown.
+            first = SourceLoad(load.offered - taken, load.consumed - taken)
+            figures[op] = self._read(op, load, first, interval_ms)
+        return figures
+
+    def _read(
+        self, op: str, load: SourceLoad, first: SourceLoad, interval_ms: float
+    ) -> dict[str, Any]:
+        now_ms = time.time() * 1000.0
+        before = self._loads.get(op, first)
+        since_ms = now_ms - self._read_at[op] if op in self._read_at else interval_ms
+        self._loads[op], self._read_at[op] = load, now_ms
+        return source_figures(before, load, since_ms)
+
+
+def _files_read(batch: DataFrame, op_id: str) -> int:
+    """Files a directory source read in this epoch (Spark's file source lists them)."""
+    try:
+        return len(set(batch.inputFiles()))
+    except Exception:  # noqa: BLE001 - a batch without file scans read no file
+        return 0

@@ -1,7 +1,8 @@
 """The closed-loop autoscaler's decision: DS2 on the offered load, with hysteresis.
 
 One call decides from a window of epochs measured at the current configuration (the
-caller passes only epochs after the last change took effect, once its cooldown passed):
+caller passes only epochs after the last change took effect, once its cooldown passed;
+a driver's first epochs, slow with its start-up, are left out):
 
 - *up* when the run is behind: a unit (keyed operator or fused region) is congested, or
   the sources' backlog grew over the window. An epoch runs its units in series, so the
@@ -41,6 +42,9 @@ class AutoscaleSettings:
     down_below: float = 0.5
     down_target: float = 0.7
     growth_noise: float = 0.05  # backlog growth below this share of the offered rate is noise
+    # A driver's first epochs start Spark's tasks and Python workers: slow for reasons that
+    # pass, so they are measured and shown but never judged.
+    warmup_epochs: int = 3
 
 
 @dataclass(frozen=True)
@@ -69,9 +73,11 @@ def autoscale_decide(
     """The decision for the window ``epochs`` (oldest first). ``limits``: the largest
     parallelism each operator may take; ``fixed``: operators whose parallelism cannot
     change, with the reason (said in the decision instead of proposing a change)."""
+    epochs = [e for e in epochs if not warming_up(e, settings)]
     if len(epochs) < settings.window_epochs:
         return Decision("wait", note=f"measuring: {len(epochs)} of {settings.window_epochs} "
-                                     "epochs at the current configuration")
+                                     "epochs at the current configuration past the "
+                                     "driver's start-up")
     window = list(epochs[-settings.window_epochs:])
     model = load_model(graph, window, settings.drain_s, settings.threshold)
     figures = _figures(model)
@@ -79,6 +85,13 @@ def autoscale_decide(
     if behind:
         return _scale_up(model, settings, limits, fixed or {}, figures, why)
     return _scale_down(model, settings, fixed or {}, figures)
+
+
+def warming_up(epoch: Epoch, settings: AutoscaleSettings) -> bool:
+    """Whether ``epoch`` is one of its driver's first ``warmup_epochs`` (epochs recorded
+    without the count are judged)."""
+    ran = epoch.get("driver_epoch")
+    return ran is not None and ran < settings.warmup_epochs
 
 
 def _behind(model: LoadModel, settings: AutoscaleSettings) -> tuple[bool, str]:

@@ -131,6 +131,20 @@ def test_recommend_then_auto_on_a_run_that_falls_behind(
 
 @pytest.mark.spark
 @pytest.mark.django_db
+def test_a_drivers_start_up_epochs_are_not_judged(measured, token_client, make_user):
+    dag, epochs = measured["behind"]
+    assert any(e["operators"]["counts"]["congested"] for e in epochs[:5])  # behind already
+    run = _run_with(dag, epochs[:5], make_user)  # the driver's epochs 0 to 4
+    _configure(token_client("operator"), run, mode="auto", max=2)
+    autoscale_evaluate()
+    run.refresh_from_db()
+    assert run.autoscale_proposal["action"] == "wait"
+    assert "start-up" in run.autoscale_proposal["note"]
+    assert Reconfiguration.objects.count() == 0
+
+
+@pytest.mark.spark
+@pytest.mark.django_db
 def test_a_run_that_keeps_up_is_never_scaled_up(measured, token_client, make_user):
     dag, epochs = measured["keeping_up"]
     run = _run_with(dag, epochs, make_user)

@@ -65,6 +65,7 @@ def epoch_load(metrics: dict[str, Any]) -> dict[str, Any]:
     return {
         "epoch": metrics["epoch"],
         "interval_ms": metrics.get("interval_ms"),
+        "driver_epoch": metrics.get("driver_epoch"),
         "sources": metrics.get("sources") or {},
         "regions": metrics.get("regions") or {},
         "bottleneck": metrics.get("bottleneck"),

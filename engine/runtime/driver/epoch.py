@@ -44,6 +44,7 @@ class EpochRunner:
         self.clock = StageClock(planner.spark, f"streamscale-{planner.run_id}")
         self.readings = SourceReadings(planner.meters)
         self._last_start: float | None = None
+        self._ran = 0  # epochs this driver process ran: its first ones carry start-up cost
 
     def run(self, batch: DataFrame, epoch: int) -> EpochDone:
         """Fixes the epoch's plan, runs it, logs the outcome and sends metrics and acks."""
@@ -57,6 +58,8 @@ class EpochRunner:
         batch_ms = (time.time() - started) * 1000.0
         metrics = self._metrics(batch, epoch, plan, config, result, batch_ms,
                                 interval_ms or batch_ms)
+        metrics["driver_epoch"] = self._ran
+        self._ran += 1
         # The epoch is committed: its acks can say when the change took effect.
         self.deliveries.acks(plan["acks"], ended_at_ms=time.time() * 1000.0)
         self.deliveries.metrics(epoch, metrics)

@@ -105,6 +105,10 @@ def test_a_run_that_falls_behind_is_flagged_on_its_bottleneck_and_scaled_up(spar
     assert first["operators"]["counts"]["etp"] == 1.0  # the sink is reachable from it
     assert first["operators"]["events"]["etp"] == 0.0  # everything passes the bottleneck
     assert decisions and decisions[0]["action"] == "up"
+    # The driver's first 3 epochs (Spark's and the Python workers' start-up) are not judged,
+    # though the run was congested from the start: the first window is epochs 3 to 5.
+    assert [e["driver_epoch"] for e in epochs] == [e["epoch"] for e in epochs]
+    assert decisions[0]["epoch"] >= 5
     assert decisions[0]["changes"]["counts"] == 2  # DS2 asks more; the bound is 2
     assert decisions[0]["figures"]["units"]["counts"]["congested"]
     assert "rows/s demanded" in decisions[0]["reasons"]["counts"]
@@ -129,7 +133,7 @@ def test_a_run_that_keeps_up_shows_no_congestion_and_is_never_scaled_up(spark, t
         assert epoch["bottleneck"] is None
         assert not any(op["congested"] for op in epoch["operators"].values())
         assert epoch["operators"]["counts"]["etp"] == 1.0
-    assert all(d["action"] != "up" for d in decisions)
+    assert all(d["action"] != "up" for d in decisions), decisions
     assert run.parallelism() == {"events": 1, "views": 1, "counts": 1, "out": 1}
 
 

@@ -29,6 +29,9 @@ _SPAWN = (
 # its own, prints its pid, waits for it and records its exit status (negative: the signal),
 # so the watcher can tell a clean suspend from a crash and name what ended the driver. Its
 # command line does not hold the driver module: only the driver matches `driver_alive`.
+# Then it ends what the driver left in its process group: Spark's JVM outlives a driver
+# killed while the JVM was starting (it never reached its watch on the driver's pipe). It
+# gets SIGTERM, so its shutdown hooks remove its temporary files, and SIGKILL after 10 s.
 _REAPER = (
     "import json, os, signal, subprocess, sys\n"
     "log_path, exit_path, argv = sys.argv[1], sys.argv[2], sys.argv[3:]\n"
@@ -45,6 +48,19 @@ _REAPER = (
     "tmp = exit_path + '.tmp'\n"
     "open(tmp, 'w').write(json.dumps({'pid': p.pid, 'code': code}))\n"
     "os.replace(tmp, exit_path)\n"
+    "import time\n"
+    "for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 0.0)):\n"
+    "    try:\n"
+    "        os.killpg(p.pid, sig)\n"
+    "    except ProcessLookupError:\n"
+    "        break\n"
+    "    end = time.monotonic() + wait\n"
+    "    while time.monotonic() < end:\n"
+    "        try:\n"
+    "            os.killpg(p.pid, 0)\n"
+    "        except ProcessLookupError:\n"
+    "            sys.exit(0)\n"
+    "        time.sleep(0.1)\n"
 )
 
 

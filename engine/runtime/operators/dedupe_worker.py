@@ -40,7 +40,7 @@ def process_dedupe_instance(
         report.kg_rows = {kg: rows.num_rows for kg, rows in by_group.items()}
     owned = {kg for kg, owner in enumerate(task.owners) if owner == report.instance}
     touched = sorted(set(by_group) | (store.groups(spec.operator) & owned))
-    stored = store.read_groups(spec.operator, touched)
+    stored = store.load_groups(spec.operator, touched)
     outputs: list[pa.Table] = []
     changes: dict[int, pa.Table | None] = {}
     for kg in touched:

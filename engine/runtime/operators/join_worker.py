@@ -28,7 +28,7 @@ def process_join_instance(
     arrived_by_kg = _arrivals(task, report, table)
     owned = {kg for kg, owner in enumerate(task.owners) if owner == report.instance}
     touched = sorted(set(arrived_by_kg) | (store.groups(spec.operator) & owned))
-    stored = store.read_groups(spec.operator, touched)
+    stored = store.load_groups(spec.operator, touched)
     outputs: list[pa.Table] = []
     live: list[int] = []
     buffered_parts: list[pa.Table] = []

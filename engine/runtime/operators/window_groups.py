@@ -38,7 +38,7 @@ def process_group_instance(
     partials = input_partials(task, table, report)
     owned = {kg for kg, owner in enumerate(task.owners) if owner == report.instance}
     touched = set(report.kg_rows) | (store.groups(op) & owned)
-    stored = store.read_groups(op, touched)
+    stored = store.load_groups(op, touched)
     states, previous, outputs = [], {}, []
     for kg in sorted(touched):
         group = stored.get(kg)

@@ -60,7 +60,6 @@ def process_window_instance(
     ``task`` is a ``vsn_worker.EpochTask`` with a WindowSpec and its ``state_schema``."""
     spec: WindowSpec = task.spec
     op = spec.operator
-    read_before = store.bytes_read
     partials = input_partials(task, table, report)
     owned = [kg for kg, owner in enumerate(task.owners) if owner == report.instance]
     marks = store.marks(op, owned)
@@ -76,7 +75,6 @@ def process_window_instance(
     changes = _changes(spec, merged, closed)
     report.bytes_written += store.commit_entries(op, task.epoch, changes)
     report.groups_written += len(changes)
-    report.bytes_read += store.bytes_read - read_before
     if closed is not None and closed.num_rows:
         outputs.append(closed.drop_columns([KG]))
     outputs = [o for o in outputs if o.num_rows]

@@ -82,18 +82,20 @@ def run_instance(task: EpochTask, batches: Iterator[pa.RecordBatch]) -> Iterator
     context = TaskContext.get()
     report = InstanceReport(instance=context.partitionId() if context is not None else 0)
     table = pa.Table.from_batches(received) if received else None
+    store = open_store(task.store)
+    read_before = store.bytes_read
     if isinstance(task.spec, WindowSpec):
-        store = open_store(task.store)
         process = process_window_instance if store.keyed_windows else process_group_instance
         emitted = process(task, report, table, store)
     elif isinstance(task.spec, JoinSpec):
         from engine.runtime.operators.join_worker import process_join_instance
 
-        emitted = process_join_instance(task, report, table, open_store(task.store))
+        emitted = process_join_instance(task, report, table, store)
     else:
         from engine.runtime.operators.dedupe_worker import process_dedupe_instance
 
-        emitted = process_dedupe_instance(task, report, table, open_store(task.store))
+        emitted = process_dedupe_instance(task, report, table, store)
+    report.bytes_read = store.bytes_read - read_before  # what this instance read, any layout
     report.busy_ms = (time.perf_counter() - started) * 1000.0
     if emitted is not None and emitted.num_rows:
         yield from _to_output(task, emitted).to_batches()

@@ -74,6 +74,12 @@ class StateStore(KeyedEntries, ABC):
                 found[kg] = group
         return found
 
+    def load_groups(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupState]:
+        """``read_groups``, with the bytes read added to ``bytes_read`` (epoch metrics)."""
+        groups = self.read_groups(operator, key_groups)
+        self.bytes_read += sum(g.table.nbytes for g in groups.values())
+        return groups
+
     def write_groups(
         self, operator: str, epoch: int, changes: Mapping[int, pa.Table | None]
     ) -> int:

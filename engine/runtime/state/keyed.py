@@ -142,9 +142,7 @@ class KeyedEntries:
 
     def _whole(self, operator: str, key_groups: Iterable[int]) -> dict[int, Any]:
         store: Any = self
-        groups = store.read_groups(operator + _KEYED, key_groups)
-        self.bytes_read += sum(g.table.nbytes for g in groups.values())
-        return groups
+        return dict(store.load_groups(operator + _KEYED, key_groups))
 
     def _all_entries(self, operator: str, key_groups: set[int]) -> pa.Table:
         parts = []

@@ -65,6 +65,15 @@ def test_an_epochs_changes_apply_together_and_skip_what_a_replay_already_wrote(s
     assert store.read_groups("op", []) == {}
 
 
+def test_whole_groups_loaded_count_the_bytes_read(store) -> None:  # type: ignore[no-untyped-def]
+    store.write_groups("op", 1, {1: _table(list(range(100))), 2: _table([5])})
+    before = store.bytes_read
+    found = store.load_groups("op", [1, 2, 3])
+    assert store.bytes_read - before == sum(g.table.nbytes for g in found.values()) > 800
+    after = store.bytes_read
+    assert store.load_groups("op", [3]) == {} and store.bytes_read == after
+
+
 def _open_and_write(location: str, namespace: str, worker: int, barrier) -> None:  # type: ignore[no-untyped-def]
     store = open_store(StoreSpec("sqlite", location, namespace))
     big = _table(list(range(6000)))  # a transaction long enough for others to collide with

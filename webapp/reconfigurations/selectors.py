@@ -87,7 +87,7 @@ def rebalance_estimate(*, run: Run, operator_id: str) -> dict[str, Any]:
                       for n, i in enumerate(instances)],
         "rows_skew": found["rows_skew"], "busy_skew": found["busy_skew"],
         "estimated": after is not None,
-        "rows_skew_after": _skew([a["rows"] for a in after]) if after else None,
+        "rows_skew_after": inspection.skew([a["rows"] for a in after]) if after else None,
         "moves": sum(a["moved"] for a in after) if after else None,
     }
 
@@ -117,11 +117,6 @@ def _weighted_after(instances: list[dict[str, Any]], loads: list[float]) -> list
         after.append({"key_groups": len(groups), "rows": rows, "rows_share": rows / total,
                       "moved": len(set(groups) - set(i["key_groups"]))})
     return after
-
-
-def _skew(values: list[float]) -> float | None:
-    mean = sum(values) / len(values) if values else 0
-    return max(values) / mean if len(values) > 1 and mean else None
 
 
 # ---- a newer version --------------------------------------------------------------------

@@ -101,8 +101,8 @@ def operator_instances(*, run: Run, operator_id: str,
     return {
         "operator": keyed[operator_id], "instances": instances, "timeline": timeline,
         "epochs": len(timeline),
-        "rows_skew": _skew([i["rows"] for i in instances if i["rows"] is not None]),
-        "busy_skew": _skew([i["busy"] for i in instances if i["busy"] is not None]),
+        "rows_skew": skew([i["rows"] for i in instances if i["rows"] is not None]),
+        "busy_skew": skew([i["busy"] for i in instances if i["busy"] is not None]),
         "congested_epochs": sum(1 for t in timeline if t["congested"]),
         "key_groups": sum(len(i["key_groups"]) for i in instances),
     }
@@ -167,7 +167,7 @@ def _ranges(groups: list[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
 
 
-def _skew(values: list[float]) -> float | None:
+def skew(values: list[float]) -> float | None:
     """The busiest over the mean (1.0: even); None without two values or with a zero mean."""
     if len(values) < 2 or not fmean(values):
         return None

@@ -142,7 +142,7 @@ class KeyedEntries:
 
     def _whole(self, operator: str, key_groups: Iterable[int]) -> dict[int, Any]:
         store: Any = self
-        return dict(store.load_groups(operator + _KEYED, key_groups))
+        return store.load_groups(operator + _KEYED, key_groups)
 
     def _all_entries(self, operator: str, key_groups: set[int]) -> pa.Table:
         parts = []

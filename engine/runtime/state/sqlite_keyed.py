@@ -1,106 +1,119 @@
-"""The keyed layout in the embedded SQLite store: one row per entry, keyed by
-(operator, key group, timer, field), and one mark row per (operator, key group), in a
-file of their own with 4 KiB pages (small rows: the whole groups' 64 KiB pages suit blobs).
+"""The keyed layout in the embedded store: each key group's entries as sorted runs
+(``sorted_runs.py``) in immutable Arrow files under ``<namespace>.runs/<operator>/``, and
+one row per (operator, key group) in SQLite with the group's mark (the epoch), the rows it
+emitted and its list of runs (file and record batch).
 
-An entry's primary key puts a group's timers in order, so the due timers are one range
-scan and no separate timer index is kept; a key is one primary-key lookup. A commit is one
-transaction for all the instance's groups (each skipped if its mark is already at the
-epoch), so a group's entries, mark and emitted rows change together.
+A commit writes one file holding every new run of the instance's groups (each group's new
+entries, and any merge of its runs), then swaps the groups' rows in one transaction, each
+skipped if its mark is already at the epoch: until that commit the file is named by no row,
+so a crash at any point leaves the last committed lists, and a replay writes a file of its
+own. After the commit, files no row names that an earlier epoch wrote are deleted: a file of
+the current epoch may belong to another instance that has yet to commit.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import sqlite3
+import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 
+import numpy as np
 import pyarrow as pa
 
+from engine.runtime.errors import StreamRuntimeError
 from engine.runtime.state import keyed
-from engine.runtime.state.keyed import FIELD, TIMER, VALUE, KeyedChanges, KeyedEntries
+from engine.runtime.state.keyed import FIELD, KG, TIMER, VALUE, KeyedChanges, KeyedEntries
+from engine.runtime.state.sorted_runs import (
+    HASH,
+    Loaded,
+    Run,
+    RunFile,
+    entry_hashes,
+    live_entries,
+    lookup,
+    runs_to_merge,
+    sorted_run,
+    write_runs,
+)
 
 KEYED_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS keyed_entries (
-    operator TEXT NOT NULL, key_group INTEGER NOT NULL, timer INTEGER NOT NULL,
-    field TEXT NOT NULL, value TEXT NOT NULL,
-    PRIMARY KEY (operator, key_group, timer, field)
-) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS keyed_marks (
+    """CREATE TABLE IF NOT EXISTS keyed_groups (
     operator TEXT NOT NULL, key_group INTEGER NOT NULL, epoch INTEGER NOT NULL,
-    emitted BLOB, PRIMARY KEY (operator, key_group)
+    emitted BLOB, runs TEXT NOT NULL, PRIMARY KEY (operator, key_group)
 ) WITHOUT ROWID""",
 )
 
-_PUT = """
-INSERT INTO keyed_entries (operator, key_group, timer, field, value) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (operator, key_group, timer, field) DO UPDATE SET value = excluded.value
+_SAVE = """
+INSERT INTO keyed_groups (operator, key_group, epoch, emitted, runs) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (operator, key_group) DO UPDATE SET epoch = excluded.epoch,
+    emitted = excluded.emitted, runs = excluded.runs
 """
-_FIRE = "DELETE FROM keyed_entries WHERE operator = ? AND key_group = ? AND timer = ?"
-_MARK = """
-INSERT INTO keyed_marks (operator, key_group, epoch, emitted) VALUES (?, ?, ?, ?)
-ON CONFLICT (operator, key_group) DO UPDATE SET epoch = excluded.epoch, emitted = excluded.emitted
-"""
+_NEW = "@new"  # the name of the file a commit is about to write
+_FILE_EPOCH = re.compile(r"^e(\d+)-[0-9a-f]+\.arrow$")
+_SAFE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# Run files this process has mapped, by path (``_open``).
+_MAPPED: dict[str, RunFile] = {}
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """A key group's row: its mark, its runs (oldest first) as stored."""
+
+    epoch: int
+    runs: tuple[Run, ...]
+    text: str
 
 
 class SqliteKeyedEntries(KeyedEntries):
-    """The keyed operations of ``SqliteStateStore`` (which provides ``_db``)."""
+    """The keyed operations of ``SqliteStateStore`` (which provides ``_keyed_db`` and
+    ``runs_root``)."""
+
+    runs_root = ""
 
     def _keyed_db(self) -> sqlite3.Connection:  # provided by the store
         raise NotImplementedError
 
     def marks(self, operator: str, key_groups: Iterable[int]) -> dict[int, int]:
         """Each group's mark, in one query."""
-        wanted = json.dumps(sorted(set(key_groups)))
-        rows = self._keyed_db().execute(
-            "SELECT key_group, epoch FROM keyed_marks WHERE operator = ?"
-            " AND key_group IN (SELECT value FROM json_each(?))",
-            (operator, wanted),
-        )
-        return {int(kg): int(epoch) for kg, epoch in rows}
+        return {kg: row.epoch for kg, row in self._rows(operator, key_groups).items()}
 
     def read_entries(self, operator: str, wanted: pa.Table) -> pa.Table:
-        """One primary-key lookup per wanted entry, one query per (group, timer)."""
+        """A binary search per wanted entry in each of its group's runs, newest first."""
         if wanted.num_rows == 0:
             return keyed.no_entries()
-        db = self._keyed_db()
-        kgs, timers, fields, values = [], [], [], []
-        for (kg, timer), names in keyed.by_group_and_timer(wanted).items():
-            rows = db.execute(
-                "SELECT field, value FROM keyed_entries WHERE operator = ? AND key_group = ?"
-                " AND timer = ? AND field IN (SELECT value FROM json_each(?))",
-                (operator, kg, timer, json.dumps(names)),
-            ).fetchall()
-            for field, value in rows:
-                fields.append(field)
-                values.append(value)
-            kgs += [kg] * len(rows)
-            timers += [timer] * len(rows)
-        found = keyed.entries_table(kgs, timers, fields, values)
+        opened = self._open(operator, self._rows(operator, set(wanted[KG].to_pylist())))
+        hashes = entry_hashes(wanted[TIMER], wanted[FIELD])
+        parts = []
+        for kg, at in _by_group(wanted).items():
+            if kg not in opened:
+                continue
+            _, found = lookup(opened[kg][::-1], wanted.take(at), hashes[at])
+            if found.num_rows:
+                parts.append(_entries(kg, found))
+        found = pa.concat_tables(parts) if parts else keyed.no_entries()
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
 
     def fire_timers(self, operator: str, key_groups: Iterable[int], until: int) -> pa.Table:
-        """The due entries: one range scan per group."""
-        db = self._keyed_db()
-        kgs, timers, fields, values = [], [], [], []
-        for kg in sorted(set(key_groups)):
-            for timer, field, value in db.execute(
-                "SELECT timer, field, value FROM keyed_entries"
-                " WHERE operator = ? AND key_group = ? AND timer <= ?",
-                (operator, kg, until),
-            ):
-                kgs.append(kg)
-                timers.append(timer)
-                fields.append(field)
-                values.append(value)
-        found = keyed.entries_table(kgs, timers, fields, values)
+        """The due entries: each run's timers <= ``until``, newest version of each."""
+        parts = []
+        for kg, runs in sorted(self._open(operator, self._rows(operator, key_groups)).items()):
+            due = live_entries(runs[::-1], until)
+            if due.num_rows:
+                parts.append(_entries(kg, due))
+        found = pa.concat_tables(parts) if parts else keyed.no_entries()
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
 
     def read_emitted(self, operator: str, key_groups: Iterable[int]) -> dict[int, pa.Table]:
         """The rows each group's last commit emitted."""
         rows = self._keyed_db().execute(
-            "SELECT key_group, emitted FROM keyed_marks WHERE operator = ?"
+            "SELECT key_group, emitted FROM keyed_groups WHERE operator = ?"
             " AND key_group IN (SELECT value FROM json_each(?))",
             (operator, json.dumps(sorted(set(key_groups)))),
         )
@@ -112,42 +125,227 @@ class SqliteKeyedEntries(KeyedEntries):
         return found
 
     def commit_entries(self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges]) -> int:
-        """All groups' changes and marks in one transaction."""
+        """The epoch's new runs (and merges) written to one file first, then every group's
+        row in one transaction, then the files no row names any more deleted."""
         if not changes:
             return 0
+        before = self._rows(operator, changes)
+        live = {kg: c for kg, c in changes.items() if kg not in before or before[kg].epoch < epoch}
+        runs, tables = self._next_runs(operator, before, live)
+        name = f"e{epoch}-{uuid.uuid4().hex}.arrow"
+        written = (
+            write_runs(os.path.join(self._operator_dir(operator), name), tables) if tables else 0
+        )
+        saves: dict[int, tuple[str, bytes | None]] = {}
+        for kg, change in live.items():
+            listed = [r if r.file != _NEW else replace(r, file=name) for r in runs[kg]]
+            emitted = keyed.ipc_bytes(change.emitted) if change.emitted is not None else None
+            saves[kg] = (json.dumps([run.as_json() for run in listed]), emitted)
+            written += len(emitted) if emitted else 0
+        self._save(operator, epoch, saves, before)
+        self._collect_garbage(operator, epoch)
+        return written
+
+    def _next_runs(
+        self, operator: str, before: Mapping[int, GroupRow], changes: Mapping[int, KeyedChanges]
+    ) -> tuple[dict[int, list[Run]], list[pa.Table]]:
+        """Each group's runs after its change (a new run, then any merge), and the tables
+        of the runs to write, which are named ``_NEW`` with their batch in those tables (a
+        new run merged away in the same commit is never written)."""
+        puts = [c.puts for c in changes.values() if c.puts is not None and c.puts.num_rows]
+        hashes = entry_hashes(*_columns(puts)) if puts else np.zeros(0, np.uint64)
+        loaded = self._open(operator, before)
+        tables: list[pa.Table] = []
+        runs: dict[int, list[Run]] = {}
+        offset = 0
+        for kg, change in changes.items():
+            group = list(loaded.get(kg, ()))
+            if change.puts is not None and change.puts.num_rows:
+                count = change.puts.num_rows
+                table = sorted_run(change.puts, hashes[offset : offset + count])
+                offset += count
+                group.append(_as_loaded(Run(_NEW, count, tuple(change.fired)), table))
+            elif change.fired:
+                group.append(Run(None, 0, tuple(change.fired)))
+            runs[kg] = []
+            for item in self._merged(group, kg):
+                run = _run(item)
+                if isinstance(item, Loaded) and run.file == _NEW:
+                    run = replace(run, batch=len(tables))
+                    tables.append(item.table)
+                runs[kg].append(run)
+        return runs, tables
+
+    def _merged(self, group: list[Loaded | Run], kg: int) -> list[Loaded | Run]:
+        """``group`` with its newest runs merged into one where ``runs_to_merge`` says."""
+        count = runs_to_merge([_run(g) for g in group], kg)
+        if not count:
+            return group
+        merging = group[-count:]
+        self.bytes_read += sum(g.table.nbytes for g in merging if isinstance(g, Loaded))
+        merged = live_entries(merging[::-1])
+        fired: tuple[int, ...] = ()
+        if count < len(group):  # older runs remain: the merged run still hides their timers
+            fired = tuple(sorted({t for g in merging for t in _run(g).fired}))
+        kept = group[:-count]
+        if merged.num_rows:
+            kept.append(_as_loaded(Run(_NEW, merged.num_rows, fired), merged))
+        elif fired:
+            kept.append(Run(None, 0, fired))
+        return kept
+
+    def _save(
+        self,
+        operator: str,
+        epoch: int,
+        saves: Mapping[int, tuple[str, bytes | None]],
+        before: Mapping[int, GroupRow],
+    ) -> None:
+        """Saves the groups' rows in one transaction, each unless its mark reached the
+        epoch meanwhile (another attempt committed it)."""
         db = self._keyed_db()
-        written = 0
         db.execute("BEGIN IMMEDIATE")
         try:
-            stored = self.marks(operator, changes)
-            for kg, change in changes.items():
-                if stored.get(kg, -1) < epoch:
-                    written += _apply(db, operator, kg, epoch, change)
+            now = self._rows(operator, saves)
+            for kg, (runs, emitted) in saves.items():
+                current = now.get(kg)
+                if current is not None and current.epoch >= epoch:
+                    continue
+                if (current.text if current else None) != (
+                    before[kg].text if kg in before else None
+                ):
+                    raise StreamRuntimeError(
+                        f"key group {kg} of {operator!r} changed under the commit of epoch {epoch}"
+                    )
+                db.execute(_SAVE, (operator, kg, epoch, emitted, runs))
         except BaseException:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
-        return written
 
+    def _collect_garbage(self, operator: str, epoch: int) -> None:
+        """Deletes the operator's files that no group names and that an earlier epoch wrote
+        (a file of this epoch may belong to an instance that has yet to commit)."""
+        directory = self._operator_dir(operator)
+        referenced: set[str | None] = set()
+        for (text,) in self._keyed_db().execute(
+            "SELECT runs FROM keyed_groups WHERE operator = ?", (operator,)
+        ):
+            referenced.update(run.file for run in runs_from_json(text))
+        for name in os.listdir(directory):
+            if name not in referenced and _written_before(name, epoch):
+                _MAPPED.pop(os.path.join(directory, name), None)
+                _remove(directory, name)
 
-def _apply(db: sqlite3.Connection, operator: str, kg: int, epoch: int, change: KeyedChanges) -> int:
-    for timer in change.fired:
-        db.execute(_FIRE, (operator, kg, timer))
-    written = 0
-    if change.puts is not None and change.puts.num_rows:
-        puts = change.puts
-        db.executemany(
-            _PUT,
-            zip(
-                [operator] * puts.num_rows,
-                [kg] * puts.num_rows,
-                puts[TIMER].to_pylist(),
-                puts[FIELD].to_pylist(),
-                puts[VALUE].to_pylist(),
-                strict=True,
-            ),
+    def _open(self, operator: str, rows: Mapping[int, GroupRow]) -> dict[int, list[Loaded | Run]]:
+        """The groups' runs with their files mapped, oldest first. Files never change once
+        written, so this process keeps the ones these groups name mapped."""
+        directory = self._operator_dir(operator)
+        opened: dict[int, list[Loaded | Run]] = {}
+        for kg, row in rows.items():
+            group: list[Loaded | Run] = []
+            for run in row.runs:
+                if run.file is None:
+                    group.append(run)
+                    continue
+                path = os.path.join(directory, run.file)
+                mapped = _MAPPED.get(path)
+                if mapped is None:
+                    mapped = _MAPPED[path] = RunFile(path)
+                group.append(mapped.loaded(run))
+            opened[kg] = group
+        return opened
+
+    def _rows(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupRow]:
+        wanted = json.dumps(sorted(set(key_groups)))
+        rows = self._keyed_db().execute(
+            "SELECT key_group, epoch, runs FROM keyed_groups WHERE operator = ?"
+            " AND key_group IN (SELECT value FROM json_each(?))",
+            (operator, wanted),
         )
-        written += puts[FIELD].nbytes + puts[VALUE].nbytes
-    emitted = keyed.ipc_bytes(change.emitted) if change.emitted is not None else None
-    db.execute(_MARK, (operator, kg, epoch, emitted))
-    return written + (len(emitted) if emitted else 0)
+        return {
+            int(kg): GroupRow(int(epoch), tuple(runs_from_json(text)), text)
+            for kg, epoch, text in rows
+        }
+
+    def _operator_dir(self, operator: str) -> str:
+        name = operator if _SAFE_NAME.match(operator) else "x" + operator.encode().hex()
+        directory = os.path.join(self.runs_root, name)
+        os.makedirs(directory, exist_ok=True)
+        return directory
+
+    def keyed_groups(self, operator: str) -> set[int]:
+        """Key groups of ``operator`` with keyed state."""
+        rows = self._keyed_db().execute(
+            "SELECT key_group FROM keyed_groups WHERE operator = ? AND runs != '[]'", (operator,)
+        )
+        return {int(kg) for (kg,) in rows}
+
+    def keyed_bytes(self, operator: str) -> int:
+        """Bytes of the operator's run files."""
+        names: set[str] = set()
+        for (text,) in self._keyed_db().execute(
+            "SELECT runs FROM keyed_groups WHERE operator = ?", (operator,)
+        ):
+            names.update(run.file for run in runs_from_json(text) if run.file)
+        directory = self._operator_dir(operator)
+        return sum(os.path.getsize(os.path.join(directory, name)) for name in names)
+
+    def clear_keyed(self) -> None:
+        """Forgets every group's keyed state and its files."""
+        self._keyed_db().execute("DELETE FROM keyed_groups")
+        shutil.rmtree(self.runs_root, ignore_errors=True)
+        for path in [p for p in _MAPPED if p.startswith(self.runs_root + os.sep)]:
+            del _MAPPED[path]
+
+
+def runs_from_json(text: str) -> list[Run]:
+    """Runs from their stored JSON list."""
+    return [Run.from_json(item) for item in json.loads(text)]
+
+
+def _by_group(wanted: pa.Table) -> dict[int, np.ndarray]:
+    """The positions of each key group's rows in ``wanted``."""
+    groups = wanted[KG].to_numpy()
+    order = np.argsort(groups, kind="stable")
+    sorted_groups = groups[order]
+    bounds = np.flatnonzero(np.diff(sorted_groups)) + 1
+    starts = np.concatenate(([0], bounds))
+    ends = np.concatenate((bounds, [len(order)]))
+    return {int(sorted_groups[s]): order[s:e] for s, e in zip(starts, ends, strict=True)}
+
+
+def _entries(kg: int, rows: pa.Table) -> pa.Table:
+    return pa.Table.from_arrays(
+        [pa.array(np.full(rows.num_rows, kg, np.int32)), rows[TIMER], rows[FIELD], rows[VALUE]],
+        schema=keyed.ENTRIES,
+    )
+
+
+def _columns(puts: list[pa.Table]) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
+    """The timers and fields of several puts tables, in order (their chunks, not copied)."""
+    return (
+        pa.chunked_array([c for p in puts for c in p[TIMER].chunks], pa.int64()),
+        pa.chunked_array([c for p in puts for c in p[FIELD].chunks], pa.string()),
+    )
+
+
+def _as_loaded(run: Run, table: pa.Table) -> Loaded:
+    return Loaded(run, table, table[HASH].to_numpy(), table[TIMER].to_numpy())
+
+
+def _run(item: Loaded | Run) -> Run:
+    return item.run if isinstance(item, Loaded) else item
+
+
+def _written_before(name: str, epoch: int) -> bool:
+    """Whether a run file's name says an epoch before ``epoch`` wrote it."""
+    match = _FILE_EPOCH.match(name)
+    return match is not None and int(match.group(1)) < epoch
+
+
+def _remove(directory: str, name: str) -> None:
+    try:
+        os.remove(os.path.join(directory, name))
+    except FileNotFoundError:
+        pass

@@ -66,12 +66,15 @@ def _set_up(
 
 
 class SqliteStateStore(SqliteKeyedEntries, StateStore):
-    """Key groups as rows of ``<root>/<namespace>.sqlite`` (keyed entries as rows of their
-    own, ``sqlite_keyed.py``)."""
+    """Key groups as rows of ``<root>/<namespace>.sqlite`` (keyed entries as sorted runs
+    under ``<root>/<namespace>.runs``, ``sqlite_keyed.py``)."""
+
+    keyed_windows = True
 
     def __init__(self, root: str, namespace: str) -> None:
         self.path = os.path.join(root, f"{namespace}.sqlite")
         self.keyed_path = os.path.join(root, f"{namespace}.keyed.sqlite")
+        self.runs_root = os.path.join(root, f"{namespace}.runs")
         self._connection: sqlite3.Connection | None = None
         self._keyed: sqlite3.Connection | None = None
         self._pid = self._keyed_pid = 0
@@ -150,26 +153,17 @@ class SqliteStateStore(SqliteKeyedEntries, StateStore):
         rows = self._db().execute(
             "SELECT key_group FROM key_group_state WHERE operator = ?", (operator,)
         )
-        keyed = self._keyed_db().execute(
-            "SELECT DISTINCT key_group FROM keyed_entries WHERE operator = ?", (operator,)
-        )
-        return {int(kg) for (kg,) in rows} | {int(kg) for (kg,) in keyed}
+        return {int(kg) for (kg,) in rows} | self.keyed_groups(operator)
 
     def clear(self) -> None:
         """Deletes every group of this namespace."""
         self._db().execute("DELETE FROM key_group_state")
-        for table in ("keyed_entries", "keyed_marks"):
-            self._keyed_db().execute(f"DELETE FROM {table}")
+        self.clear_keyed()
 
     def state_bytes(self, operator: str) -> int:
-        """Sum of the operator's serialised group sizes and keyed entries."""
+        """Sum of the operator's serialised group sizes and keyed run files."""
         whole = self._db().execute(
             "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM key_group_state WHERE operator = ?",
             (operator,),
         ).fetchone()
-        keyed = self._keyed_db().execute(
-            "SELECT COALESCE(SUM(LENGTH(field) + LENGTH(value)), 0) FROM keyed_entries"
-            " WHERE operator = ?",
-            (operator,),
-        ).fetchone()
-        return int(whole[0]) + int(keyed[0])
+        return int(whole[0]) + self.keyed_bytes(operator)

@@ -1,0 +1,305 @@
+"""Keyed entries as sorted runs: immutable Arrow files, each sorted by a 64-bit hash of
+(timer, field), looked up by binary search, merged size-tiered (a log-structured layout).
+
+A key group's state is a list of runs, oldest first. A commit adds one run with the
+entries it put, and the timers it fired (tombstones: they hide older runs' entries of those
+timers, not the run's own puts). Reading a key is a ``searchsorted`` per run on its
+memory-mapped hash column, newest run first, so it costs the wanted keys times the runs,
+not the group's size. Runs merge when the newer one grows close to the older one's size,
+so a group keeps a few runs whose sizes shrink geometrically, and each entry is rewritten
+a few times over its life instead of with every epoch that touches its group.
+
+Hashes only order and find entries; a match is confirmed on (timer, field), and entries
+whose hashes collide are told apart by the field itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.runtime.state.keyed import FIELD, TIMER, VALUE
+
+HASH = "h"
+RUN_SCHEMA = pa.schema(
+    [(HASH, pa.uint64()), (TIMER, pa.int64()), (FIELD, pa.string()), (VALUE, pa.string())]
+)
+# A run merges into the one before it while that one holds at most this many times its
+# rows (below 2, so each entry is rewritten about log2(group / epoch's input) times); the
+# factor differs per key group (``merge_factor``) so that, under input spread evenly over
+# the groups, their large merges fall in different epochs.
+_FACTORS = (1.0, 1.25, 1.5, 1.75)
+MAX_RUNS = 10
+
+_P = 0x100000001B3
+_POWERS = np.array([pow(_P, i, 1 << 64) for i in range(256)], dtype=np.uint64)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One immutable run: the file and record batch holding it (no file for a run of
+    tombstones only), its rows and the timers fired when it was written."""
+
+    file: str | None
+    rows: int
+    fired: tuple[int, ...] = ()
+    batch: int = 0
+
+    def as_json(self) -> list[object]:
+        return [self.file, self.batch, self.rows, list(self.fired)]
+
+    @staticmethod
+    def from_json(data: list[Any]) -> Run:
+        name, batch, rows, fired = data
+        return Run(file=name, rows=int(rows), fired=tuple(fired), batch=int(batch))
+
+
+@dataclass
+class Loaded:
+    """A run with its table (memory-mapped) and its hash column as a NumPy view."""
+
+    run: Run
+    table: pa.Table
+    hashes: np.ndarray = field(repr=False)
+    timers: np.ndarray = field(repr=False)
+
+
+def _fmix(h: np.ndarray) -> np.ndarray:
+    h = h ^ (h >> np.uint64(33))
+    h = h * np.uint64(0xFF51AFD7ED558CCD)
+    h = h ^ (h >> np.uint64(33))
+    h = h * np.uint64(0xC4CEB9FE1A85EC53)
+    return h ^ (h >> np.uint64(33))
+
+
+def entry_hashes(
+    timers: pa.Array | pa.ChunkedArray, fields: pa.Array | pa.ChunkedArray
+) -> np.ndarray:
+    """A 64-bit hash of each (timer, field), vectorised over the strings' bytes."""
+    fields = _one_chunk(fields).cast(pa.string())
+    count = len(fields)
+    if count == 0:
+        return np.zeros(0, dtype=np.uint64)
+    offsets = np.frombuffer(fields.buffers()[1], dtype=np.int32)[
+        fields.offset : fields.offset + count + 1
+    ]
+    start, end = int(offsets[0]), int(offsets[-1])
+    lengths = np.diff(offsets).astype(np.int64)
+    data_buffer = fields.buffers()[2]
+    text = np.zeros(0, np.uint8) if data_buffer is None else np.frombuffer(data_buffer, np.uint8)
+    data = text[start:end].astype(np.uint64)
+    owner = np.repeat(np.arange(count), lengths)
+    position = np.arange(end - start) - (offsets[:-1] - start)[owner]
+    powers = _powers(int(lengths.max()))
+    sums = np.concatenate(([np.uint64(0)], np.cumsum(data * powers[position], dtype=np.uint64)))
+    relative = (offsets - start).astype(np.int64)
+    by_text = sums[relative[1:]] - sums[relative[:-1]]
+    timer_values = _one_chunk(timers).cast(pa.int64()).to_numpy(zero_copy_only=False)
+    by_timer = _fmix(timer_values.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    return _fmix(by_text ^ (lengths.astype(np.uint64) * np.uint64(0x2545F4914F6CDD1D)) ^ by_timer)
+
+
+def _powers(longest: int) -> np.ndarray:
+    global _POWERS
+    if longest > len(_POWERS):
+        _POWERS = np.array([pow(_P, i, 1 << 64) for i in range(2 * longest)], dtype=np.uint64)
+    return _POWERS
+
+
+def _one_chunk(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(array, pa.ChunkedArray):
+        return array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    return array
+
+
+def sorted_run(entries: pa.Table, hashes: np.ndarray | None = None) -> pa.Table:
+    """``TIMER``, ``FIELD``, ``VALUE`` rows (``hashes`` their ``entry_hashes`` if known)
+    as a run table: hashed and sorted by hash."""
+    if hashes is None:
+        hashes = entry_hashes(entries[TIMER], entries[FIELD])
+    order = np.argsort(hashes, kind="stable")
+    return pa.Table.from_arrays(
+        [
+            pa.array(hashes[order], pa.uint64()),
+            entries[TIMER].take(order),
+            entries[FIELD].take(order).cast(pa.string()),
+            entries[VALUE].take(order).cast(pa.string()),
+        ],
+        schema=RUN_SCHEMA,
+    )
+
+
+def write_runs(path: str, tables: Sequence[pa.Table]) -> int:
+    """Writes run tables (none empty) as one Arrow IPC file, the i-th table as record
+    batch i; returns the file's size."""
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, RUN_SCHEMA) as writer:
+        for table in tables:
+            writer.write_batch(table.combine_chunks().to_batches()[0])
+    return os.path.getsize(path)
+
+
+class RunFile:
+    """A file of runs, memory-mapped: its batches are read without copying."""
+
+    def __init__(self, path: str) -> None:
+        self.reader = pa.ipc.open_file(pa.memory_map(path, "r"))
+
+    def loaded(self, run: Run) -> Loaded:
+        """The run at its batch of this file."""
+        table = pa.Table.from_batches([self.reader.get_batch(run.batch)])
+        hashes = _one_chunk(table[HASH]).to_numpy(zero_copy_only=True)
+        timers = _one_chunk(table[TIMER]).to_numpy(zero_copy_only=True)
+        return Loaded(run=run, table=table, hashes=hashes, timers=timers)
+
+
+def lookup(
+    runs: Sequence[Loaded | Run], wanted: pa.Table, hashes: np.ndarray | None = None
+) -> tuple[np.ndarray, pa.Table]:
+    """The stored entries among ``wanted`` (``TIMER``, ``FIELD``; ``hashes`` their
+    ``entry_hashes`` if known), from ``runs`` newest first: (positions in ``wanted`` that
+    were found, their run rows)."""
+    if hashes is None:
+        hashes = entry_hashes(wanted[TIMER], wanted[FIELD])
+    timers = _one_chunk(wanted[TIMER]).to_numpy(zero_copy_only=False)
+    fields = _one_chunk(wanted[FIELD]).cast(pa.string())
+    open_rows = np.argsort(hashes, kind="stable")  # sorted needles search faster
+    found_at: list[np.ndarray] = []
+    found_rows: list[pa.Table] = []
+    for loaded in runs:
+        if not len(open_rows):
+            break
+        if isinstance(loaded, Loaded) and loaded.table.num_rows:
+            hits, rows = _search(loaded, hashes[open_rows], timers[open_rows], fields, open_rows)
+            if len(hits):
+                found_at.append(open_rows[hits])
+                found_rows.append(loaded.table.take(rows))
+                open_rows = np.delete(open_rows, hits)
+        run = loaded.run if isinstance(loaded, Loaded) else loaded
+        if run.fired and len(open_rows):
+            hidden = np.isin(timers[open_rows], np.array(run.fired, np.int64))
+            open_rows = open_rows[~hidden]
+    if not found_rows:
+        return np.zeros(0, np.int64), RUN_SCHEMA.empty_table()
+    return np.concatenate(found_at), pa.concat_tables(found_rows)
+
+
+def _search(
+    loaded: Loaded, hashes: np.ndarray, timers: np.ndarray, fields: pa.Array, at_rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which of the wanted (``hashes``, ``timers``, and ``fields`` at ``at_rows``) ``loaded``
+    holds: their positions among the wanted, and the run rows holding them."""
+    stored = loaded.hashes
+    at = np.searchsorted(stored, hashes)
+    candidates = np.flatnonzero(stored[np.minimum(at, len(stored) - 1)] == hashes)
+    if not len(candidates):
+        return candidates, candidates
+    rows = at[candidates]
+    same = loaded.timers[rows] == timers[candidates]
+    same &= np.asarray(
+        pc.equal(loaded.table[FIELD].take(rows), fields.take(at_rows[candidates])).to_numpy(
+            zero_copy_only=False
+        )
+    )
+    for i in np.flatnonzero(~same):  # a hash shared by different entries: rare
+        row = _scan_equal_hash(
+            loaded,
+            int(rows[i]),
+            int(timers[candidates[i]]),
+            fields[int(at_rows[candidates[i]])].as_py(),
+        )
+        if row is not None:
+            rows[i], same[i] = row, True
+    return candidates[same], rows[same]
+
+
+def _scan_equal_hash(loaded: Loaded, first: int, timer: int, name: str) -> int | None:
+    row = first
+    while row < len(loaded.hashes) and loaded.hashes[row] == loaded.hashes[first]:
+        if loaded.timers[row] == timer and loaded.table[FIELD][row].as_py() == name:
+            return row
+        row += 1
+    return None
+
+
+def live_entries(runs: Sequence[Loaded | Run], until: int | None = None) -> pa.Table:
+    """The entries ``runs`` (newest first) hold, each (timer, field) once from its newest
+    run, none hidden by a newer run's fired timers; with ``until``, only timers <= it.
+    Sorted by hash, as a run."""
+    parts = []
+    hidden: set[int] = set()
+    for rank, loaded in enumerate(runs):
+        run = loaded.run if isinstance(loaded, Loaded) else loaded
+        if isinstance(loaded, Loaded) and loaded.table.num_rows:
+            table = loaded.table
+            keep = None
+            if until is not None:
+                keep = pc.less_equal(table[TIMER], until)
+            if hidden:
+                alive = pc.invert(pc.is_in(table[TIMER], pa.array(sorted(hidden), pa.int64())))
+                keep = alive if keep is None else pc.and_(keep, alive)
+            if keep is not None:
+                table = table.filter(keep)
+            if table.num_rows:
+                parts.append(
+                    table.append_column("rank", pa.array(np.full(table.num_rows, rank), pa.int32()))
+                )
+        hidden.update(run.fired)
+    if not parts:
+        return RUN_SCHEMA.empty_table()
+    table = pa.concat_tables(parts)
+    if len(parts) > 1:
+        order = pc.sort_indices(
+            table,
+            [
+                (HASH, "ascending"),
+                (TIMER, "ascending"),
+                (FIELD, "ascending"),
+                ("rank", "ascending"),
+            ],
+        )
+        table = table.take(order)
+        table = table.filter(_first_of_each(table))
+    return table.drop_columns(["rank"])
+
+
+def _first_of_each(table: pa.Table) -> np.ndarray:
+    """True for a row whose (hash, timer, field) differs from the row before it."""
+    hashes = _one_chunk(table[HASH]).to_numpy()
+    timers = _one_chunk(table[TIMER]).to_numpy()
+    fields = _one_chunk(table[FIELD])
+    first = np.ones(table.num_rows, dtype=bool)
+    if table.num_rows > 1:
+        repeat = (hashes[1:] == hashes[:-1]) & (timers[1:] == timers[:-1])
+        where = np.flatnonzero(repeat)
+        if len(where):
+            equal = pc.equal(fields.take(where + 1), fields.take(where)).to_numpy(
+                zero_copy_only=False
+            )
+            first[where[equal] + 1] = False
+    return first
+
+
+def merge_factor(key_group: int) -> float:
+    """How many times a newer run's rows the run before it may hold and still take it in."""
+    return _FACTORS[key_group % len(_FACTORS)]
+
+
+def runs_to_merge(runs: Sequence[Run], key_group: int) -> int:
+    """How many of the newest runs to merge into one (0 or >= 2): size-tiered, the newest
+    run taking in the runs before it while they are not much larger; all of them past
+    ``MAX_RUNS``."""
+    if len(runs) > MAX_RUNS:
+        return len(runs)
+    factor = merge_factor(key_group)
+    count = 1
+    rows = runs[-1].rows if runs else 0
+    while count < len(runs) and runs[-1 - count].rows <= factor * rows:
+        rows += runs[-1 - count].rows
+        count += 1
+    return count if count >= 2 else 0

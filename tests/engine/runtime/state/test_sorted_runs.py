@@ -1,0 +1,210 @@
+"""The embedded store's keyed layout: sorted runs found by hash, merged size-tiered,
+committed per key group with the mark, and files no group names collected."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.runtime.state import StoreSpec, open_store, sqlite_keyed
+from engine.runtime.state.keyed import KeyedChanges
+from engine.runtime.state.sorted_runs import (
+    HASH,
+    RUN_SCHEMA,
+    Loaded,
+    Run,
+    entry_hashes,
+    live_entries,
+    lookup,
+    runs_to_merge,
+)
+
+
+def _puts(entries: dict[tuple[int, str], str]) -> pa.Table:
+    return pa.table(
+        {
+            "timer": pa.array([t for t, _ in entries], pa.int64()),
+            "field": pa.array([f for _, f in entries], pa.string()),
+            "value": pa.array(list(entries.values()), pa.string()),
+        }
+    )
+
+
+def _wanted(kg: int, keys: list[tuple[int, str]]) -> pa.Table:
+    return pa.table(
+        {
+            "kg": pa.array([kg] * len(keys), pa.int32()),
+            "timer": pa.array([t for t, _ in keys], pa.int64()),
+            "field": pa.array([f for _, f in keys], pa.string()),
+        }
+    )
+
+
+def test_hashes_depend_on_timer_and_field_only() -> None:
+    fields = pa.array(["", "a", "ab", "ba", "a", "x" * 300], pa.string())
+    timers = pa.array([1, 1, 1, 1, 2, 1], pa.int64())
+    hashes = entry_hashes(timers, fields)
+    assert len(set(hashes.tolist())) == 6
+    # The same entries at an offset into a larger array, and in another order, hash the same.
+    padded = pa.array(["zz", "", "a", "ab", "ba", "a", "x" * 300], pa.string()).slice(1)
+    assert entry_hashes(timers, padded).tolist() == hashes.tolist()
+    assert entry_hashes(timers[::-1], fields[::-1]).tolist() == hashes[::-1].tolist()
+
+
+def _run_with_hashes(entries: list[tuple[int, int, str, str]]) -> Loaded:
+    """A run whose hashes are given, sorted by them (to force collisions)."""
+    entries = sorted(entries)
+    table = pa.Table.from_arrays(
+        [
+            pa.array([e[0] for e in entries], pa.uint64()),
+            pa.array([e[1] for e in entries], pa.int64()),
+            pa.array([e[2] for e in entries], pa.string()),
+            pa.array([e[3] for e in entries], pa.string()),
+        ],
+        schema=RUN_SCHEMA,
+    )
+    return Loaded(Run("f", len(entries)), table, table[HASH].to_numpy(), table["timer"].to_numpy())
+
+
+def test_entries_whose_hashes_collide_are_told_apart_by_their_field() -> None:
+    wanted = pa.table(
+        {"timer": pa.array([5, 5, 5], pa.int64()), "field": pa.array(["a", "b", "c"], pa.string())}
+    )
+    # All three wanted entries and the stored ones share one hash: only the field tells.
+    run = _run_with_hashes([(7, 5, "c", "vc"), (7, 5, "a", "va"), (7, 6, "b", "other timer")])
+    at, rows = lookup([run], wanted, np.full(3, 7, np.uint64))
+    found = dict(zip(at.tolist(), rows["value"].to_pylist(), strict=True))
+    assert found == {0: "va", 2: "vc"}
+
+
+def test_newer_runs_win_and_fired_timers_hide_older_entries() -> None:
+    old = _run_with_hashes([(1, 10, "a", "old"), (2, 20, "b", "old"), (3, 10, "c", "old")])
+    new = _run_with_hashes([(1, 10, "a", "new")])
+    fired = Run(None, 0, fired=(10,))  # fired after ``old``, before ``new`` was put
+    newest_first = [new, fired, old]
+    wanted = pa.table(
+        {"timer": pa.array([10, 20, 10], pa.int64()), "field": pa.array(["a", "b", "c"])}
+    )
+    at, rows = lookup(newest_first, wanted, np.array([1, 2, 3], np.uint64))
+    assert dict(zip(at.tolist(), rows["value"].to_pylist(), strict=True)) == {0: "new", 1: "old"}
+    live = live_entries(newest_first)
+    assert sorted(zip(live["field"].to_pylist(), live["value"].to_pylist(), strict=True)) == [
+        ("a", "new"),
+        ("b", "old"),
+    ]
+    assert live_entries(newest_first, until=15)["field"].to_pylist() == ["a"]
+
+
+def test_runs_merge_size_tiered() -> None:
+    # Key group 0 merges a run into the one before it while that one is at most as large.
+    assert runs_to_merge([Run("a", 1000), Run("b", 10)], 0) == 0
+    assert runs_to_merge([Run("a", 1000), Run("b", 10), Run("c", 10)], 0) == 2
+    assert runs_to_merge([Run("a", 1000), Run("b", 20), Run("c", 10), Run("d", 10)], 0) == 3
+    assert runs_to_merge([Run("a", 30), Run("b", 20), Run("c", 10), Run("d", 10)], 0) == 4
+    many = [Run(str(i), 1000 >> i) for i in range(11)]
+    assert runs_to_merge(many, 0) == 11
+
+
+@pytest.fixture
+def store(tmp_path):  # type: ignore[no-untyped-def]
+    opened = open_store(StoreSpec("sqlite", str(tmp_path), f"runs-{uuid.uuid4().hex[:8]}"))
+    yield opened
+    opened.clear()
+
+
+_OPS = st.lists(
+    st.tuples(
+        st.integers(0, 2),  # key group
+        st.dictionaries(
+            st.tuples(st.sampled_from([10, 20, 30]), st.sampled_from(["a", "b", "c", "d", ""])),
+            st.text("xyz", min_size=1, max_size=3),
+            max_size=6,
+        ),
+        st.sets(st.sampled_from([10, 20, 30]), max_size=1),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=_OPS)
+def test_reads_after_any_commits_equal_a_plain_map(store, ops) -> None:  # type: ignore[no-untyped-def]
+    """Puts and fires in any order, with the merges they cause, read like a dict."""
+    store.clear()
+    model: dict[int, dict[tuple[int, str], str]] = {0: {}, 1: {}, 2: {}}
+    every = [(t, f) for t in (10, 20, 30) for f in ("a", "b", "c", "d", "")]
+    for epoch, (kg, puts, fired) in enumerate(ops):
+        change = KeyedChanges(puts=_puts(puts) if puts else None, fired=tuple(sorted(fired)))
+        store.commit_entries("op", epoch, {kg: change})
+        for timer in fired:  # fired before the puts of the same commit
+            model[kg] = {k: v for k, v in model[kg].items() if k[0] != timer}
+        model[kg].update(puts)
+        for group in model:
+            found = store.read_entries("op", _wanted(group, every))
+            stored = {
+                (t, f): v
+                for t, f, v in zip(
+                    found["timer"].to_pylist(),
+                    found["field"].to_pylist(),
+                    found["value"].to_pylist(),
+                    strict=True,
+                )
+            }
+            assert stored == model[group]
+            due = store.fire_timers("op", [group], 20)
+            assert sorted(
+                zip(due["timer"].to_pylist(), due["field"].to_pylist(), strict=True)
+            ) == sorted(k for k in model[group] if k[0] <= 20)
+
+
+def _files(store, operator: str) -> set[str]:  # type: ignore[no-untyped-def]
+    return set(os.listdir(os.path.join(store.runs_root, operator)))
+
+
+def _named(store, operator: str) -> set[str]:  # type: ignore[no-untyped-def]
+    query = "SELECT runs FROM keyed_groups WHERE operator = ?"
+    rows = store._keyed_db().execute(query, (operator,))
+    return {r.file for (text,) in rows for r in sqlite_keyed.runs_from_json(text) if r.file}
+
+
+def test_files_no_group_names_are_collected(store) -> None:  # type: ignore[no-untyped-def]
+    for epoch in range(40):
+        puts = {(10, f"k{(epoch * 7 + i) % 50}"): str(epoch) for i in range(20)}
+        store.commit_entries("op", epoch, {kg: KeyedChanges(puts=_puts(puts)) for kg in range(3)})
+    # Merges replaced most runs; only the files the groups name are left.
+    assert _files(store, "op") == _named(store, "op")
+    assert 1 <= len(_files(store, "op")) < 20
+    assert store.state_bytes("op") == sum(
+        os.path.getsize(os.path.join(store.runs_root, "op", n)) for n in _named(store, "op")
+    )
+
+
+def test_a_commit_that_dies_before_its_transaction_leaves_the_state(store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    store.commit_entries("op", 1, {0: KeyedChanges(puts=_puts({(10, "a"): "one"}))})
+
+    def dies(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise OSError("killed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(type(store), "_save", dies)
+        with pytest.raises(OSError):
+            store.commit_entries("op", 2, {0: KeyedChanges(puts=_puts({(10, "a"): "two"}))})
+    assert store.marks("op", [0]) == {0: 1}
+    assert store.read_entries("op", _wanted(0, [(10, "a")]))["value"].to_pylist() == ["one"]
+    orphans = _files(store, "op") - _named(store, "op")
+    assert len(orphans) == 1  # the dead attempt's file, named by nothing
+    # The replay commits; the next epoch's commit collects the dead attempt's file.
+    store.commit_entries("op", 2, {0: KeyedChanges(puts=_puts({(10, "a"): "two"}))})
+    assert orphans <= _files(store, "op")  # epoch 2's own files wait for a later epoch
+    store.commit_entries("op", 3, {0: KeyedChanges(puts=_puts({(10, "b"): "three"}))})
+    assert not orphans & _files(store, "op")
+    assert store.read_entries("op", _wanted(0, [(10, "a")]))["value"].to_pylist() == ["two"]

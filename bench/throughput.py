@@ -9,6 +9,8 @@ Python workers and is not measured, and so are the first epochs of every run.
 
 from __future__ import annotations
 
+import json
+import sys
 import tempfile
 import time
 from typing import Any
@@ -68,9 +70,10 @@ def measure(
     from bench.redis_source import measure_redis_row
 
     spark_ms, vsn_ms = alternating_rounds(builtin, vsn, rounds)
-    return {
+    figures = {
         "rows_per_batch": rows_per_batch,
         "keys": 100_000,
         **side_by_side(rows_per_batch, ("vsn", vsn_ms), ("spark", spark_ms), ratio="ratio"),
-        "redis_stream": measure_redis_row(spark),
     }
+    print(f"[bench throughput] {json.dumps(figures)}", file=sys.stderr, flush=True)
+    return {**figures, "redis_stream": measure_redis_row(spark)}

@@ -39,6 +39,7 @@ MAX_RUNS = 10
 
 _P = 0x100000001B3
 _POWERS = np.array([pow(_P, i, 1 << 64) for i in range(256)], dtype=np.uint64)
+_SHORT = 24  # strings up to this long are hashed one position at a time
 
 
 @dataclass(frozen=True)
@@ -93,16 +94,43 @@ def entry_hashes(
     lengths = np.diff(offsets).astype(np.int64)
     data_buffer = fields.buffers()[2]
     text = np.zeros(0, np.uint8) if data_buffer is None else np.frombuffer(data_buffer, np.uint8)
-    data = text[start:end].astype(np.uint64)
-    owner = np.repeat(np.arange(count), lengths)
-    position = np.arange(end - start) - (offsets[:-1] - start)[owner]
-    powers = _powers(int(lengths.max()))
-    sums = np.concatenate(([np.uint64(0)], np.cumsum(data * powers[position], dtype=np.uint64)))
-    relative = (offsets - start).astype(np.int64)
-    by_text = sums[relative[1:]] - sums[relative[:-1]]
+    longest = int(lengths.max())
+    if longest <= _SHORT:
+        by_text = _short_text_hashes(text, offsets[:-1], lengths, longest)
+    else:
+        by_text = _text_hashes(text[start:end], offsets - start, lengths, count)
     timer_values = _one_chunk(timers).cast(pa.int64()).to_numpy(zero_copy_only=False)
     by_timer = _fmix(timer_values.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
     return _fmix(by_text ^ (lengths.astype(np.uint64) * np.uint64(0x2545F4914F6CDD1D)) ^ by_timer)
+
+
+def _short_text_hashes(
+    text: np.ndarray, starts: np.ndarray, lengths: np.ndarray, longest: int
+) -> np.ndarray:
+    """sum(byte[i] * P**i) per string, one step per position (short strings)."""
+    hashes = np.zeros(len(starts), np.uint64)
+    starts = starts.astype(np.int64)
+    for position in range(longest):
+        active = lengths > position
+        if active.all():
+            hashes += text[starts + position].astype(np.uint64) * _POWERS[position]
+        else:
+            at = np.flatnonzero(active)
+            hashes[at] += text[starts[at] + position].astype(np.uint64) * _POWERS[position]
+    return hashes
+
+
+def _text_hashes(
+    data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, count: int
+) -> np.ndarray:
+    """sum(byte[i] * P**i) per string, over all bytes at once (long strings)."""
+    values = data.astype(np.uint64)
+    owner = np.repeat(np.arange(count), lengths)
+    position = np.arange(len(values)) - offsets[:-1][owner]
+    powers = _powers(int(lengths.max()))
+    sums = np.concatenate(([np.uint64(0)], np.cumsum(values * powers[position], dtype=np.uint64)))
+    relative = offsets.astype(np.int64)
+    return sums[relative[1:]] - sums[relative[:-1]]
 
 
 def _powers(longest: int) -> np.ndarray:

@@ -5,7 +5,8 @@ One instance owns 64 key groups and gets 100k rows per epoch, keys uniform over 
 space, all in one ten-minute window (so the state only grows); the figure is the median CPU
 time of the instance's epoch (``process_time``: this process only, so a busy machine does
 not inflate it; a Redis server's own work is not in it) over the measured epochs, after
-the state was filled with each key once.
+the state was filled with each key once. On the Redis store it also prints the median CPU
+time the Redis server spent in those epochs (``INFO cpu``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import redis
 
 from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.window_groups import process_group_instance
@@ -83,8 +85,11 @@ def _epoch_ms(store: Any, process: Any, epoch: int, keys: np.ndarray) -> float:
     return (time.process_time() - started) * 1000.0
 
 
-def measure_one(kind: str, location: str, layout: str, keys: int, measured: int) -> float:
-    """Median CPU ms of ``measured`` epochs with ``keys`` keys of state."""
+def measure_one(
+    kind: str, location: str, layout: str, keys: int, measured: int
+) -> tuple[float, float | None]:
+    """Median CPU ms of ``measured`` epochs with ``keys`` keys of state: the instance's,
+    and the Redis server's (``INFO cpu``) for the Redis store."""
     store = open_store(StoreSpec(kind, location, f"bench-layouts-{layout}-{keys}"))
     store.clear()
     rng = np.random.default_rng(0)
@@ -93,12 +98,22 @@ def measure_one(kind: str, location: str, layout: str, keys: int, measured: int)
     for start in range(0, keys, 500_000):
         _epoch_ms(store, LAYOUTS[layout], epoch, order[start : start + 500_000])
         epoch += 1
-    times = []
+    server = redis.Redis.from_url(location) if kind == "redis" else None
+    times, server_times = [], []
     for _ in range(measured):
+        before = _server_cpu_ms(server)
         times.append(_epoch_ms(store, LAYOUTS[layout], epoch, rng.integers(0, keys, ROWS)))
+        server_times.append(_server_cpu_ms(server) - before)
         epoch += 1
     store.clear()
-    return statistics.median(times)
+    return statistics.median(times), statistics.median(server_times) if server else None
+
+
+def _server_cpu_ms(server: redis.Redis | None) -> float:
+    if server is None:
+        return 0.0
+    cpu = server.info("cpu")
+    return (float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])) * 1000.0
 
 
 def measure(
@@ -110,8 +125,12 @@ def measure(
         for kind, location in (("sqlite", directory), ("redis", redis_url)):
             for layout in LAYOUTS:
                 for count in keys:
-                    ms = measure_one(kind, location, layout, count, measured)
+                    ms, server_ms = measure_one(kind, location, layout, count, measured)
                     name = f"{kind}_{layout}_cpu_ms_{count}"
                     figures[name] = round(ms, 1)
                     print(f"[bench layouts] {name} = {ms:.1f}", file=sys.stderr, flush=True)
+                    if server_ms is not None:
+                        name = f"{kind}_{layout}_server_cpu_ms_{count}"
+                        figures[name] = round(server_ms, 1)
+                        print(f"[bench layouts] {name} = {server_ms:.1f}", file=sys.stderr)
     return figures

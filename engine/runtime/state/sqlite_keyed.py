@@ -56,7 +56,8 @@ ON CONFLICT (operator, key_group) DO UPDATE SET epoch = excluded.epoch,
 _NEW = "@new"  # the name of the file a commit is about to write
 _FILE_EPOCH = re.compile(r"^e(\d+)-[0-9a-f]+\.arrow$")
 _SAFE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-# Run files this process has mapped, by path (``_open``).
+# Run files this process has mapped, by path (``_open``). A commit unmaps those another
+# process deleted, so that their disk space does not stay taken while mapped here.
 _MAPPED: dict[str, RunFile] = {}
 
 
@@ -144,6 +145,7 @@ class SqliteKeyedEntries(KeyedEntries):
             written += len(emitted) if emitted else 0
         self._save(operator, epoch, saves, before)
         self._collect_garbage(operator, epoch)
+        _unmap_deleted()
         return written
 
     def _next_runs(
@@ -297,6 +299,11 @@ class SqliteKeyedEntries(KeyedEntries):
         shutil.rmtree(self.runs_root, ignore_errors=True)
         for path in [p for p in _MAPPED if p.startswith(self.runs_root + os.sep)]:
             del _MAPPED[path]
+
+
+def _unmap_deleted() -> None:
+    for path in [p for p in _MAPPED if not os.path.exists(p)]:
+        del _MAPPED[path]
 
 
 def runs_from_json(text: str) -> list[Run]:

@@ -3,6 +3,7 @@ committed per key group with the mark, and files no group names collected."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import uuid
 
@@ -186,6 +187,9 @@ def test_files_no_group_names_are_collected(store) -> None:  # type: ignore[no-u
     # Merges replaced most runs; only the files the groups name are left.
     assert _files(store, "op") == _named(store, "op")
     assert 1 <= len(_files(store, "op")) < 20
+    # What this process keeps mapped is what its last commit used: no deleted file among it.
+    mapped = {p for p in sqlite_keyed._MAPPED if p.startswith(store.runs_root)}
+    assert mapped and all(os.path.exists(p) for p in mapped)
     assert store.state_bytes("op") == sum(
         os.path.getsize(os.path.join(store.runs_root, "op", n)) for n in _named(store, "op")
     )
@@ -211,3 +215,30 @@ def test_a_commit_that_dies_before_its_transaction_leaves_the_state(store, monke
     store.commit_entries("op", 3, {0: KeyedChanges(puts=_puts({(10, "b"): "three"}))})
     assert not orphans & _files(store, "op")
     assert store.read_entries("op", _wanted(0, [(10, "a")]))["value"].to_pylist() == ["two"]
+
+
+def _commit_epochs(root: str, namespace: str, epochs: range) -> None:
+    store = open_store(StoreSpec("sqlite", root, namespace))
+    for epoch in epochs:
+        puts = {(10, f"k{(epoch * 7 + i) % 50}"): str(epoch) for i in range(20)}
+        store.commit_entries("op", epoch, {0: KeyedChanges(puts=_puts(puts))})
+
+
+def test_files_another_process_deleted_do_not_stay_mapped(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    namespace = f"runs-{uuid.uuid4().hex[:8]}"
+    _commit_epochs(str(tmp_path), namespace, range(0, 5))
+    store = open_store(StoreSpec("sqlite", str(tmp_path), namespace))
+    store.read_entries("op", _wanted(0, [(10, "k1")]))  # maps the group's files here
+    worker = multiprocessing.get_context("fork").Process(
+        target=_commit_epochs, args=(str(tmp_path), namespace, range(5, 30))
+    )
+    worker.start()
+    worker.join(60)
+    assert worker.exitcode == 0
+    # The other process merged and deleted the files mapped here; the next commit here
+    # unmaps them (their disk space is freed once no process maps them).
+    assert any(not os.path.exists(p) for p in sqlite_keyed._MAPPED if p.startswith(store.runs_root))
+    store.read_entries("op", _wanted(0, [(10, "k1")]))
+    store.commit_entries("op", 30, {1: KeyedChanges(puts=_puts({(10, "x"): "y"}))})
+    mapped = [p for p in sqlite_keyed._MAPPED if p.startswith(store.runs_root)]
+    assert mapped and all(os.path.exists(p) for p in mapped)

@@ -206,7 +206,7 @@ def lookup(
             hits, rows = _search(loaded, hashes[open_rows], timers[open_rows], fields, open_rows)
             if len(hits):
                 found_at.append(open_rows[hits])
-                found_rows.append(loaded.table.take(rows))
+                found_rows.append(rows)
                 open_rows = np.delete(open_rows, hits)
         run = loaded.run if isinstance(loaded, Loaded) else loaded
         if run.fired and len(open_rows):
@@ -219,21 +219,22 @@ def lookup(
 
 def _search(
     loaded: Loaded, hashes: np.ndarray, timers: np.ndarray, fields: pa.Array, at_rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, pa.Table]:
     """Which of the wanted (``hashes``, ``timers``, and ``fields`` at ``at_rows``) ``loaded``
     holds: their positions among the wanted, and the run rows holding them."""
     stored = loaded.hashes
     at = np.searchsorted(stored, hashes)
     candidates = np.flatnonzero(stored[np.minimum(at, len(stored) - 1)] == hashes)
     if not len(candidates):
-        return candidates, candidates
+        return candidates, RUN_SCHEMA.empty_table()
     rows = at[candidates]
+    taken = loaded.table.take(rows)
     same = loaded.timers[rows] == timers[candidates]
     same &= np.asarray(
-        pc.equal(loaded.table[FIELD].take(rows), fields.take(at_rows[candidates])).to_numpy(
-            zero_copy_only=False
-        )
+        pc.equal(taken[FIELD], fields.take(at_rows[candidates])).to_numpy(zero_copy_only=False)
     )
+    if same.all():
+        return candidates, taken
     for i in np.flatnonzero(~same):  # a hash shared by different entries: rare
         row = _scan_equal_hash(
             loaded,
@@ -243,7 +244,7 @@ def _search(
         )
         if row is not None:
             rows[i], same[i] = row, True
-    return candidates[same], rows[same]
+    return candidates[same], loaded.table.take(rows[same])
 
 
 def _scan_equal_hash(loaded: Loaded, first: int, timer: int, name: str) -> int | None:
@@ -282,18 +283,31 @@ def live_entries(runs: Sequence[Loaded | Run], until: int | None = None) -> pa.T
         return RUN_SCHEMA.empty_table()
     table = pa.concat_tables(parts)
     if len(parts) > 1:
-        order = pc.sort_indices(
-            table,
-            [
-                (HASH, "ascending"),
-                (TIMER, "ascending"),
-                (FIELD, "ascending"),
-                ("rank", "ascending"),
-            ],
-        )
-        table = table.take(order)
-        table = table.filter(_first_of_each(table))
+        table = _newest_of_each(table)
     return table.drop_columns(["rank"])
+
+
+def _newest_of_each(table: pa.Table) -> pa.Table:
+    """Rows sorted by hash, each (timer, field) once, from its lowest rank: a NumPy sort on
+    (hash, rank); only where different entries share a hash, a sort on the entries too."""
+    hashes = _one_chunk(table[HASH]).to_numpy()
+    ranks = _one_chunk(table["rank"]).to_numpy()
+    order = np.lexsort((ranks, hashes))
+    table = table.take(order)
+    hashes = hashes[order]
+    same_hash = np.flatnonzero(hashes[1:] == hashes[:-1])
+    if len(same_hash):
+        timers = _one_chunk(table[TIMER]).to_numpy()
+        fields = _one_chunk(table[FIELD])
+        same_entry = (timers[same_hash + 1] == timers[same_hash]) & np.asarray(
+            pc.equal(fields.take(same_hash + 1), fields.take(same_hash)).to_numpy(
+                zero_copy_only=False
+            )
+        )
+        if not same_entry.all():  # different entries share a hash: rare
+            keys = [(HASH, "ascending"), (TIMER, "ascending"), (FIELD, "ascending")]
+            table = table.take(pc.sort_indices(table, [*keys, ("rank", "ascending")]))
+    return table.filter(_first_of_each(table))
 
 
 def _first_of_each(table: pa.Table) -> np.ndarray:

@@ -89,11 +89,14 @@ class SqliteKeyedEntries(KeyedEntries):
             return keyed.no_entries()
         opened = self._open(operator, self._rows(operator, set(wanted[KG].to_pylist())))
         hashes = entry_hashes(wanted[TIMER], wanted[FIELD])
+        order, bounds = _by_group(wanted)
+        ordered, hashes = wanted.take(order), hashes[order]
         parts = []
-        for kg, at in _by_group(wanted).items():
+        for kg, (start, end) in bounds.items():
             if kg not in opened:
                 continue
-            _, found = lookup(opened[kg][::-1], wanted.take(at), hashes[at])
+            part = ordered.slice(start, end - start)
+            _, found = lookup(opened[kg][::-1], part, hashes[start:end])
             if found.num_rows:
                 parts.append(_entries(kg, found))
         found = pa.concat_tables(parts) if parts else keyed.no_entries()
@@ -311,15 +314,16 @@ def runs_from_json(text: str) -> list[Run]:
     return [Run.from_json(item) for item in json.loads(text)]
 
 
-def _by_group(wanted: pa.Table) -> dict[int, np.ndarray]:
-    """The positions of each key group's rows in ``wanted``."""
+def _by_group(wanted: pa.Table) -> tuple[np.ndarray, dict[int, tuple[int, int]]]:
+    """An order of ``wanted`` by key group, and each group's (start, end) in that order."""
     groups = wanted[KG].to_numpy()
     order = np.argsort(groups, kind="stable")
     sorted_groups = groups[order]
     bounds = np.flatnonzero(np.diff(sorted_groups)) + 1
     starts = np.concatenate(([0], bounds))
     ends = np.concatenate((bounds, [len(order)]))
-    return {int(sorted_groups[s]): order[s:e] for s, e in zip(starts, ends, strict=True)}
+    spans = {int(sorted_groups[s]): (int(s), int(e)) for s, e in zip(starts, ends, strict=True)}
+    return order, spans
 
 
 def _entries(kg: int, rows: pa.Table) -> pa.Table:

@@ -87,6 +87,19 @@ def test_entries_whose_hashes_collide_are_told_apart_by_their_field() -> None:
     assert found == {0: "va", 2: "vc"}
 
 
+def test_merged_runs_keep_the_newest_of_entries_whose_hashes_collide() -> None:
+    old = _run_with_hashes([(7, 10, "a", "old a"), (7, 10, "b", "b"), (9, 10, "c", "old c")])
+    new = _run_with_hashes([(7, 10, "a", "new a"), (7, 10, "d", "d"), (9, 10, "c", "new c")])
+    live = live_entries([new, old])
+    assert sorted(zip(live["field"].to_pylist(), live["value"].to_pylist(), strict=True)) == [
+        ("a", "new a"),
+        ("b", "b"),
+        ("c", "new c"),
+        ("d", "d"),
+    ]
+    assert live["h"].to_pylist() == sorted(live["h"].to_pylist())
+
+
 def test_newer_runs_win_and_fired_timers_hide_older_entries() -> None:
     old = _run_with_hashes([(1, 10, "a", "old"), (2, 20, "b", "old"), (3, 10, "c", "old")])
     new = _run_with_hashes([(1, 10, "a", "new")])

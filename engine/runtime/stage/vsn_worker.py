@@ -85,7 +85,8 @@ def run_instance(task: EpochTask, batches: Iterator[pa.RecordBatch]) -> Iterator
     store = open_store(task.store)
     read_before = store.bytes_read
     if isinstance(task.spec, WindowSpec):
-        process = process_window_instance if store.keyed_windows else process_group_instance
+        keyed = store.keyed_windows_for(task.spec.operator)
+        process = process_window_instance if keyed else process_group_instance
         emitted = process(task, report, table, store)
     elif isinstance(task.spec, JoinSpec):
         from engine.runtime.operators.join_worker import process_join_instance

@@ -49,6 +49,17 @@ class StateStore(KeyedEntries, ABC):
     # store by measurement (README, "State that follows the input").
     keyed_windows = False
 
+    def keyed_windows_for(self, operator: str) -> bool:
+        """Whether ``operator``'s windows keep keyed entries: the store's choice, unless the
+        operator already holds whole groups here (a run started before the store chose
+        keyed entries goes on in the layout its state is in)."""
+        return self.keyed_windows and not self.holds_whole_groups(operator)
+
+    def holds_whole_groups(self, operator: str) -> bool:
+        """Whether ``operator`` holds any whole-group state (stores whose keyed entries are
+        kept apart from whole groups answer it; by default, none is)."""
+        return False
+
     @abstractmethod
     def read_group(self, operator: str, key_group: int) -> GroupState | None:
         """The group's last written state, or None if it holds nothing."""

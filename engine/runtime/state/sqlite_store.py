@@ -144,6 +144,13 @@ class SqliteStateStore(SqliteKeyedEntries, StateStore):
         db.execute("COMMIT")
         return written
 
+    def holds_whole_groups(self, operator: str) -> bool:
+        """Whether any whole group of ``operator`` is stored (one indexed probe)."""
+        row = self._db().execute(
+            "SELECT 1 FROM key_group_state WHERE operator = ? LIMIT 1", (operator,)
+        ).fetchone()
+        return row is not None
+
     def delete_group(self, operator: str, key_group: int) -> None:
         """Removes the group's row if present."""
         self._db().execute(_DELETE, (operator, key_group))

@@ -255,3 +255,14 @@ def test_files_another_process_deleted_do_not_stay_mapped(tmp_path) -> None:  # 
     store.commit_entries("op", 30, {1: KeyedChanges(puts=_puts({(10, "x"): "y"}))})
     mapped = [p for p in sqlite_keyed._MAPPED if p.startswith(store.runs_root)]
     assert mapped and all(os.path.exists(p) for p in mapped)
+
+
+def test_an_operator_whose_windows_are_whole_groups_keeps_that_layout(store) -> None:  # type: ignore[no-untyped-def]
+    """A run started before the embedded store chose sorted runs resumes on its state."""
+    assert store.keyed_windows_for("counts")
+    table = pa.table({"k": pa.array([1], pa.int64()), "__emitted": pa.array([False])})
+    store.write_group("counts", 3, 7, table)
+    assert not store.keyed_windows_for("counts")
+    assert store.keyed_windows_for("other")
+    store.delete_group("counts", 3)
+    assert store.keyed_windows_for("counts")

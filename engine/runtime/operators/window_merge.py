@@ -21,6 +21,7 @@ from engine.runtime.operators.window_spec import (
     WindowSpec,
 )
 from engine.runtime.state.base import EMITTED
+from engine.runtime.state.keyed import slices_by
 
 
 def partial_columns(spec: WindowSpec) -> list[str]:
@@ -116,18 +117,7 @@ def split_closed(table: pa.Table, watermark_us: int | None) -> tuple[pa.Table, p
 
 def slices_by_group(table: pa.Table) -> dict[int, pa.Table]:
     """The table cut into one slice per key group (sorted once, sliced without copies)."""
-    if table.num_rows == 0:
-        return {}
-    kg = table[KG].to_numpy()
-    order = np.argsort(kg, kind="stable")
-    ordered = table.take(pa.array(order))
-    sorted_kg = kg[order]
-    groups, starts = np.unique(sorted_kg, return_index=True)
-    ends = [*starts[1:].tolist(), len(sorted_kg)]
-    return {
-        int(g): ordered.slice(s, e - s)
-        for g, s, e in zip(groups.tolist(), starts.tolist(), ends, strict=True)
-    }
+    return slices_by(table, KG)
 
 
 def stored_table(open_rows: pa.Table | None, closed_rows: pa.Table | None) -> pa.Table:

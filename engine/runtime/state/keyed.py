@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -65,6 +66,23 @@ def _strings(values: list[Any]) -> pa.Array:
     if values and isinstance(values[0], bytes):
         return pa.array(values, pa.binary()).cast(pa.string())
     return pa.array(values, pa.string())
+
+
+def slices_by(table: pa.Table, column: str) -> dict[int, pa.Table]:
+    """The table cut into one slice per value of the integer ``column`` (sorted once,
+    sliced without copies)."""
+    if table.num_rows == 0:
+        return {}
+    values = table[column].to_numpy()
+    order = np.argsort(values, kind="stable")
+    ordered = table.take(pa.array(order))
+    sorted_values = values[order]
+    groups, starts = np.unique(sorted_values, return_index=True)
+    ends = [*starts[1:].tolist(), len(sorted_values)]
+    return {
+        int(g): ordered.slice(s, e - s)
+        for g, s, e in zip(groups.tolist(), starts.tolist(), ends, strict=True)
+    }
 
 
 def by_group_and_timer(wanted: pa.Table) -> dict[tuple[int, int], list[str]]:

@@ -146,11 +146,9 @@ def _one_chunk(array: pa.Array | pa.ChunkedArray) -> pa.Array:
     return array
 
 
-def sorted_run(entries: pa.Table, hashes: np.ndarray | None = None) -> pa.Table:
-    """``TIMER``, ``FIELD``, ``VALUE`` rows (``hashes`` their ``entry_hashes`` if known)
-    as a run table: hashed and sorted by hash."""
-    if hashes is None:
-        hashes = entry_hashes(entries[TIMER], entries[FIELD])
+def sorted_run(entries: pa.Table, hashes: np.ndarray) -> pa.Table:
+    """``TIMER``, ``FIELD``, ``VALUE`` rows with their ``entry_hashes`` as a run table,
+    sorted by hash."""
     order = np.argsort(hashes, kind="stable")
     return pa.Table.from_arrays(
         [
@@ -187,13 +185,11 @@ class RunFile:
 
 
 def lookup(
-    runs: Sequence[Loaded | Run], wanted: pa.Table, hashes: np.ndarray | None = None
+    runs: Sequence[Loaded | Run], wanted: pa.Table, hashes: np.ndarray
 ) -> tuple[np.ndarray, pa.Table]:
-    """The stored entries among ``wanted`` (``TIMER``, ``FIELD``; ``hashes`` their
-    ``entry_hashes`` if known), from ``runs`` newest first: (positions in ``wanted`` that
-    were found, their run rows)."""
-    if hashes is None:
-        hashes = entry_hashes(wanted[TIMER], wanted[FIELD])
+    """The stored entries among ``wanted`` (``TIMER``, ``FIELD``, and ``hashes`` their
+    ``entry_hashes``), from ``runs`` newest first: (positions in ``wanted`` that were
+    found, their run rows)."""
     timers = _one_chunk(wanted[TIMER]).to_numpy(zero_copy_only=False)
     fields = _one_chunk(wanted[FIELD]).cast(pa.string())
     open_rows = np.argsort(hashes, kind="stable")  # sorted needles search faster

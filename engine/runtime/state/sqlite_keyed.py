@@ -88,15 +88,12 @@ class SqliteKeyedEntries(KeyedEntries):
         if wanted.num_rows == 0:
             return keyed.no_entries()
         opened = self._open(operator, self._rows(operator, set(wanted[KG].to_pylist())))
-        hashes = entry_hashes(wanted[TIMER], wanted[FIELD])
-        order, bounds = _by_group(wanted)
-        ordered, hashes = wanted.take(order), hashes[order]
+        hashes = pa.array(entry_hashes(wanted[TIMER], wanted[FIELD]), pa.uint64())
         parts = []
-        for kg, (start, end) in bounds.items():
+        for kg, part in keyed.slices_by(wanted.append_column(HASH, hashes), KG).items():
             if kg not in opened:
                 continue
-            part = ordered.slice(start, end - start)
-            _, found = lookup(opened[kg][::-1], part, hashes[start:end])
+            _, found = lookup(opened[kg][::-1], part, part[HASH].to_numpy())
             if found.num_rows:
                 parts.append(_entries(kg, found))
         found = pa.concat_tables(parts) if parts else keyed.no_entries()
@@ -312,18 +309,6 @@ def _unmap_deleted() -> None:
 def runs_from_json(text: str) -> list[Run]:
     """Runs from their stored JSON list."""
     return [Run.from_json(item) for item in json.loads(text)]
-
-
-def _by_group(wanted: pa.Table) -> tuple[np.ndarray, dict[int, tuple[int, int]]]:
-    """An order of ``wanted`` by key group, and each group's (start, end) in that order."""
-    groups = wanted[KG].to_numpy()
-    order = np.argsort(groups, kind="stable")
-    sorted_groups = groups[order]
-    bounds = np.flatnonzero(np.diff(sorted_groups)) + 1
-    starts = np.concatenate(([0], bounds))
-    ends = np.concatenate((bounds, [len(order)]))
-    spans = {int(sorted_groups[s]): (int(s), int(e)) for s, e in zip(starts, ends, strict=True)}
-    return order, spans
 
 
 def _entries(kg: int, rows: pa.Table) -> pa.Table:

@@ -10,7 +10,11 @@ Figures (what a user waits for):
 - req_per_s: answered requests per second of load; errors: answers other than 200, and
   requests that failed or timed out;
 - run_backlog_growth: the run's backlog (rows its source has produced that no epoch has taken
-  yet) at the end of the load minus at its start; about 0 means the run kept up.
+  yet) at the end of the load minus at its start. Each epoch takes what its source holds, so
+  the backlog is about what arrives during one epoch, and it grows while epochs lengthen;
+- run_offered / run_consumed: the rows the run's sources offered and the rows its epochs
+  took, summed over the epochs after the one at the start of the load up to the one at its
+  end; about equal when the run kept up.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ def measure(*, clients: int = 50, seconds: float = 30.0) -> dict[str, Any]:
             _load(stack.port, api.token, paths, clients=clients, seconds=seconds))
         cpu_ms = (_cpu_s(web) - cpu_before) * 1000.0 / max(1, len(latencies))
         after = api.get(f"/api/runs/{run_id}")
+        load_taken = _offered_and_consumed(api, run_id, before["epoch"], after["epoch"])
         _progress(f"load done at epoch {after['epoch']}; run status {after['status']}; "
                   f"web server CPU {cpu_ms:.2f} ms per answered request")
     ordered = sorted(latencies)
@@ -57,6 +62,7 @@ def measure(*, clients: int = 50, seconds: float = 30.0) -> dict[str, Any]:
         "p99_ms": _pct(ordered, 99),
         "errors": errors,
         "run_backlog_growth": _backlog(after) - _backlog(before),
+        **load_taken,
     }
 
 
@@ -82,6 +88,14 @@ def _cpu_s(processes: list[psutil.Process]) -> float:
 
 def _backlog(run: dict[str, Any]) -> int:
     return int((run.get("metrics") or {}).get("backlog_rows") or 0)
+
+
+def _offered_and_consumed(api: ApiClient, run_id: int, first: int, last: int) -> dict[str, int]:
+    """Rows offered and consumed by the run's sources in epochs first+1 .. last."""
+    epochs = api.get(f"/api/runs/{run_id}/metrics?since_epoch={first + 1}")["epochs"]
+    sources = [s for e in epochs if e["epoch"] <= last for s in e["sources"].values()]
+    return {"run_offered": sum(int(s.get("offered") or 0) for s in sources),
+            "run_consumed": sum(int(s.get("consumed") or 0) for s in sources)}
 
 
 async def _load(port: int, token: str, paths: list[str], *, clients: int, seconds: float):

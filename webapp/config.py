@@ -224,7 +224,7 @@ def parse_database_url(url: str, variable: str = "DATABASE_URL") -> dict[str, ob
     if not host:
         raise ConfigError(f"{variable}={url!r} names no host")
     return {
-        "ENGINE": "django.db.backends.postgresql",
+        "ENGINE": "webapp.database",
         "NAME": name,
         "USER": unquote(parts.username or "postgres"),
         "PASSWORD": unquote(parts.password or ""),

@@ -33,9 +33,11 @@ def test_run_and_job_reads_take_at_most_four_queries_and_write_nothing(token_cli
     client = token_client(Role.VIEWER)
     _at_epoch(live_run, 0, 10)
     client.get("/api/jobs")  # the first use of a token is recorded
-    for path in (f"/api/runs/{live_run.pk}", f"/api/jobs/{live_run.job_id}"):
+    # The token, the run, its epoch's rows (two); the token, the job with its current run,
+    # the versions.
+    for path, queries in ((f"/api/runs/{live_run.pk}", 4), (f"/api/jobs/{live_run.job_id}", 3)):
         sql = _queries(client, path)
-        assert len(sql) == 4, sql
+        assert len(sql) == queries, sql
         assert all(q.lstrip().upper().startswith("SELECT") for q in sql), sql
 
 
@@ -62,7 +64,8 @@ def test_a_new_version_is_in_the_next_job_read(token_client, live_run):
     client = token_client(Role.EDITOR)
     path = f"/api/jobs/{live_run.job_id}"
     first = client.get(path).json()
-    assert len(_queries(client, path)) == 3  # token, job, current run: the versions are kept
+    assert first["current_run"] == {"id": live_run.pk, "status": live_run.status}
+    assert len(_queries(client, path)) == 2  # token, job with its current run: versions kept
     dag = first["versions"][-1]["dag"]
     created = client.post(f"{path}/versions", {"dag": dag, "base_version": 1,
                                                "comment": "again"},
@@ -133,3 +136,12 @@ def test_metrics_are_paged_by_epoch(token_client, live_run):
     assert [e["epoch"] for e in rest["epochs"]] == [3, 4] and rest["next_since_epoch"] is None
     bad = client.get(f"/api/runs/{live_run.pk}/metrics?limit=1000")
     assert bad.status_code == 400 and "limit" in bad.json()["error"]
+
+
+def test_the_run_read_in_one_query_answers_as_the_whole_run_does(live_run):
+    from webapp.runs import selectors
+
+    _at_epoch(live_run, 0, 10)
+    whole = selectors.run_as_json(selectors.run_get(run_id=live_run.pk))
+    assert selectors.run_as_json(selectors.run_answer_get(run_id=live_run.pk)) == whole
+    assert whole["version"] == 1 and whole["parallelism"]["counts"] == 2

@@ -46,7 +46,7 @@ OptionalRunStop = Annotated[RunStopIn | None, Body(None)]
             auth=requires(Permission.READ))
 def run_detail(request: HttpRequest, id: PathId):
     # A hot read: answered as the selector writes it, its model checked by the tests.
-    return JsonResponse(selectors.run_as_json(selectors.run_get(run_id=id)))
+    return JsonResponse(selectors.run_as_json(selectors.run_answer_get(run_id=id)))
 
 
 @router.get("/jobs/{id:id}/runs", response=answers(200, RunListOut, 400, 404),

@@ -65,7 +65,7 @@ def job_create(request: HttpRequest, dag: DagBody, comment: Comment = ""):
             summary="the job, its versions and its current run", auth=requires(Permission.READ))
 def job_detail(request: HttpRequest, id: PathId):
     # A hot read: answered as the selector writes it, its model checked by the tests.
-    return JsonResponse(selectors.job_as_json(selectors.job_get(job_id=id)))
+    return JsonResponse(selectors.job_as_json(selectors.job_with_current_run(job_id=id)))
 
 
 @router.post("/jobs/{id:id}/versions", response=answers(201, JobCreatedOut, 400, 404, 409, 413),

@@ -1,0 +1,1 @@
+"""The PostgreSQL backend the product's Django settings name (``ENGINE``)."""

@@ -62,6 +62,12 @@ def memory_sink_rows(name: str) -> pa.Table | None:
         return pa.concat_tables([epochs[e] for e in sorted(epochs)], promote_options="default")
 
 
+def memory_sink_epochs(name: str) -> dict[int, pa.Table]:
+    """The rows of the memory sink ``name`` by the epoch that committed them."""
+    with _MEMORY_LOCK:
+        return dict(_MEMORY.get(name) or {})
+
+
 def clear_memory_sink(name: str) -> None:
     """Forgets a memory sink (tests)."""
     with _MEMORY_LOCK:

@@ -4,12 +4,13 @@ when needed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Union
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 Frame = Union[DataFrame, pa.Table]  # noqa: UP007  # a runtime alias, not an annotation
@@ -38,25 +39,48 @@ def union(spark: SparkSession, frames: list[Frame]) -> Frame:
     return combined
 
 
-def time_quantiles(frame: Frame, column: str) -> tuple[float, float, float] | None:
-    """(median, 1st percentile, minimum) of a timestamp column, in epoch micros."""
-    if isinstance(frame, pa.Table):
-        if frame.num_rows == 0:
-            return None
-        micros = pc.cast(frame[column], pa.int64()).to_numpy(zero_copy_only=False)
-        return (
-            float(np.percentile(micros, 50)),
-            float(np.percentile(micros, 1)),
-            float(micros.min()),
-        )
-    row = (
-        frame.select(F.unix_micros(F.col(column)).alias("t"))
-        .agg(F.percentile_approx("t", [0.01, 0.5], 1000).alias("q"), F.min("t").alias("lo"))
-        .collect()[0]
-    )
-    if row["lo"] is None:
+def time_quantiles(frame: pa.Table, column: str) -> tuple[float, float, float] | None:
+    """(median, 1st percentile, minimum) of a timestamp column of rows already local, in
+    epoch micros."""
+    if frame.num_rows == 0:
         return None
-    return float(row["q"][1]), float(row["q"][0]), float(row["lo"])
+    micros = pc.cast(frame[column], pa.int64()).to_numpy(zero_copy_only=False)
+    return (
+        float(np.percentile(micros, 50)),
+        float(np.percentile(micros, 1)),
+        float(micros.min()),
+    )
+
+
+QuantilesRead = Callable[[], "tuple[float, float, float] | None"]
+"""Reads (median, 1st percentile, minimum) once the frame's action ran: None if it ran
+none (a sink that skipped a replayed epoch) or the frame had no rows."""
+
+
+def observe_time_quantiles(frame: Frame, column: str, name: str) -> tuple[Frame, QuantilesRead]:
+    """The frame, and how to read the quantiles of ``column`` (``time_quantiles``). A
+    DataFrame's are computed by the action that consumes the returned DataFrame (a sink's
+    write), so reading them costs no Spark job of its own."""
+    if isinstance(frame, pa.Table):
+        return frame, lambda: time_quantiles(frame, column)
+    observation = Observation(name)
+    micros = F.unix_micros(F.col(column))
+    observed = frame.observe(
+        observation,
+        F.percentile_approx(micros, [0.01, 0.5], 1000).alias("q"),
+        F.min(micros).alias("lo"),
+    )
+
+    def read() -> tuple[float, float, float] | None:
+        jo = getattr(observation, "_jo", None)
+        if jo is None or not jo.future().isCompleted():
+            return None
+        found = observation.get
+        if found.get("lo") is None:
+            return None
+        return float(found["q"][1]), float(found["q"][0]), float(found["lo"])
+
+    return observed, read
 
 
 def columns_of(frame: Frame) -> list[str]:

@@ -29,8 +29,9 @@ from engine.runtime.operators.window_spec import WINDOW_END, parse_window_spec
 from engine.runtime.spark.frames import (
     SOURCE_TAG,
     Frame,
+    QuantilesRead,
     columns_of,
-    time_quantiles,
+    observe_time_quantiles,
     to_spark,
     union,
 )
@@ -94,16 +95,16 @@ class EpochPipeline:
     def run(self, batch: DataFrame) -> EpochResult:
         """Builds every operator's DataFrame, runs the VSN stages, commits the sinks.
         What a stage emits or a sink writes is computed once, cached on the executors for
-        the epoch (the sink and the latency read it there), and never collected here."""
+        the epoch, and never collected here; the end-to-end latency is observed by the
+        sinks' own writes."""
         result = EpochResult()
         frames: dict[str, Frame] = {}
-        latency_inputs: list[Frame] = []
+        latency_inputs: list[QuantilesRead] = []
         try:
             for op_id in self.graph.topological_order():
                 frames[op_id] = self._evaluate(op_id, batch, frames, result, latency_inputs)
             result.sink_commit_s = time.time()
-            with self._action("__latency"):
-                result.latency_ms = _latency(latency_inputs, result.sink_commit_s)
+            result.latency_ms = _latency(latency_inputs, result.sink_commit_s)
         finally:
             for cached in self._cached:
                 cached.unpersist()
@@ -118,7 +119,7 @@ class EpochPipeline:
         batch: DataFrame,
         frames: dict[str, Frame],
         result: EpochResult,
-        latency_inputs: list[Frame],
+        latency_inputs: list[QuantilesRead],
     ) -> Frame:
         op = self.graph.operator(op_id)
         params = self.config[op_id].params
@@ -164,11 +165,16 @@ class EpochPipeline:
             if isinstance(inputs, DataFrame):
                 inputs = inputs.persist(StorageLevel.MEMORY_AND_DISK)
                 self._cached.append(inputs)
+            written = inputs
+            column = _event_time_column(inputs)
+            if column is not None:
+                written, quantiles = observe_time_quantiles(
+                    inputs, column, f"latency_{op_id}_{self.epoch}")
+                latency_inputs.append(quantiles)
             started = time.perf_counter()
             with self._action(op_id):
-                result.sink_rows[op_id] = self.sinks[op_id].write_epoch(inputs, self.epoch)
+                result.sink_rows[op_id] = self.sinks[op_id].write_epoch(written, self.epoch)
             result.sink_wall_ms[op_id] = (time.perf_counter() - started) * 1000.0
-            latency_inputs.append(inputs)
             return inputs
         raise UnsupportedJobError(f"operator {op_id!r}: type {op.type!r} is not supported yet")
 
@@ -260,18 +266,16 @@ def _source_rows(batch: DataFrame, op_id: str) -> DataFrame:
     return rows.drop("__tick") if "__tick" in rows.columns else rows
 
 
-def _latency(inputs: list[Frame], commit_s: float) -> dict[str, float | None]:
-    """End-to-end latency (event time to sink commit) p50/p99/max over the sinks' rows;
-    a window's event time is its end, when its result became final in event time."""
-    stats = []
-    for frame in inputs:
-        names = columns_of(frame)
-        column = (
-            WINDOW_END if WINDOW_END in names else ("event_time" if "event_time" in names else None)
-        )
-        found = time_quantiles(frame, column) if column else None
-        if found is not None:
-            stats.append(found)
+def _event_time_column(frame: Frame) -> str | None:
+    """The column a sink's latency is measured from: a window's end (when its result became
+    final in event time), else the rows' event time; None if the rows have neither."""
+    names = columns_of(frame)
+    return WINDOW_END if WINDOW_END in names else ("event_time" if "event_time" in names else None)
+
+
+def _latency(inputs: list[QuantilesRead], commit_s: float) -> dict[str, float | None]:
+    """End-to-end latency (event time to sink commit) p50/p99/max over the sinks' rows."""
+    stats = [found for found in (read() for read in inputs) if found is not None]
     if not stats:
         return {"p50": None, "p99": None, "max": None}
     commit_us = commit_s * 1e6

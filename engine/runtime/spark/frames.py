@@ -29,6 +29,16 @@ def to_arrow(frame: Frame) -> pa.Table:
     return frame if isinstance(frame, pa.Table) else frame.toArrow()
 
 
+def empty_like(df: DataFrame) -> pa.Table:
+    """No rows, with the Arrow schema ``df.toArrow()`` would give (no Spark job)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    large = df.sparkSession.conf.get("spark.sql.execution.arrow.useLargeVarTypes") == "true"
+    schema = to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True,
+                             timezone="UTC", prefers_large_types=large)
+    return schema.empty_table()
+
+
 def union(spark: SparkSession, frames: list[Frame]) -> Frame:
     """Union by column name (Arrow stays Arrow when every input is Arrow)."""
     if all(isinstance(f, pa.Table) for f in frames):

@@ -31,6 +31,7 @@ from engine.runtime.spark.frames import (
     Frame,
     QuantilesRead,
     columns_of,
+    empty_like,
     observe_time_quantiles,
     to_spark,
     union,
@@ -217,6 +218,10 @@ class EpochPipeline:
         self._cached.append(stage.cached)
         result.stage_reports[op_id] = stage.reports
         result.rows_out[op_id] = sum(r["rows_out"] for r in stage.reports)
+        if result.rows_out[op_id] == 0:
+            # The instances emitted nothing (their reports count replayed rows too): what
+            # follows gets no rows without a Spark job to find that out.
+            return empty_like(stage.rows)
         return stage.rows
 
     @contextmanager

@@ -1,7 +1,10 @@
-"""End-to-end latency (event time to sink commit) on a real run: observed by the sinks' own
-writes, so it costs the epoch no Spark job of its own."""
+"""What a sink costs an epoch on a real run: the end-to-end latency (event time to sink
+commit) is observed by the sink's own write, with no Spark job of its own, and an epoch
+whose instances emitted nothing writes its sink without a Spark job."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,24 +19,36 @@ from tests.engine.runtime.jobs import window_job
 pytestmark = pytest.mark.spark
 
 
-def _window_ends_us(table: pa.Table) -> set[int]:
-    return set(pc.cast(table[WINDOW_END], pa.int64()).to_pylist())
-
-
-def test_each_epoch_s_latency_is_measured_on_the_rows_its_sink_committed(spark, tmp_path):
-    name = f"latency_{tmp_path.name}"
+@pytest.fixture(scope="module")
+def finished(spark, tmp_path_factory) -> dict[str, Any]:
+    """A window count run for 10 epochs into a memory sink: its metrics and its rows."""
+    checkpoint = tmp_path_factory.mktemp("sink_cost")
+    name = checkpoint.name  # sink_cost0, sink_cost1, ...
     publisher = CollectingPublisher()
     run = start_run(window_job({"type": "sink.memory", "params": {"name": name}}),
-                    checkpoint=str(tmp_path / "ckpt"), publisher=publisher, spark=spark,
+                    checkpoint=str(checkpoint / "ckpt"), publisher=publisher, spark=spark,
                     epoch_ms=1000, trigger_ms=0, stop_after_epoch=9)
     assert run.wait(240) == "stopped"
     run.flush()
     committed = memory_sink_epochs(name)
     clear_memory_sink(name)
+    return {"run_id": run.run_id, "epochs": publisher.epochs, "committed": committed}
 
+
+def _jobs(spark, finished: dict[str, Any], epoch: int, group: str) -> list[int]:
+    name = f"streamscale-{finished['run_id']}:{epoch}:{group}"
+    return list(spark.sparkContext.statusTracker().getJobIdsForGroup(name))
+
+
+def _window_ends_us(table: pa.Table) -> set[int]:
+    return set(pc.cast(table[WINDOW_END], pa.int64()).to_pylist())
+
+
+def test_each_epoch_s_latency_is_measured_on_the_rows_its_sink_committed(spark, finished):
     measured = 0
-    for metrics in publisher.epochs:
-        latency, rows = metrics["latency_ms"], committed.get(metrics["epoch"])
+    for metrics in finished["epochs"]:
+        latency, rows = metrics["latency_ms"], finished["committed"].get(metrics["epoch"])
+        assert _jobs(spark, finished, metrics["epoch"], "__latency") == []
         if rows is None or rows.num_rows == 0:
             assert latency == {"p50": None, "p99": None, "max": None}, metrics["epoch"]
             continue
@@ -48,7 +63,13 @@ def test_each_epoch_s_latency_is_measured_on_the_rows_its_sink_committed(spark, 
             assert any(abs(end_us - e) <= 200 for e in ends), (figure, latency, sorted(ends))
     assert measured >= 2  # windows closed in several epochs
 
-    tracker = spark.sparkContext.statusTracker()
-    for metrics in publisher.epochs:
-        group = f"streamscale-{run.run_id}:{metrics['epoch']}:__latency"
-        assert list(tracker.getJobIdsForGroup(group)) == []
+
+def test_an_epoch_that_emitted_nothing_commits_its_sink_without_a_spark_job(spark, finished):
+    emitted = {m["epoch"]: m["operators"]["counts"]["rows_out"] for m in finished["epochs"]}
+    assert 0 in emitted.values() and any(emitted.values())
+    for epoch, rows in emitted.items():
+        assert finished["committed"][epoch].num_rows == rows  # every epoch is committed
+        assert bool(_jobs(spark, finished, epoch, "out")) == (rows > 0), epoch
+    empty = [finished["committed"][e] for e, rows in emitted.items() if rows == 0]
+    full = next(finished["committed"][e] for e, rows in emitted.items() if rows)
+    assert all(table.schema == full.schema for table in empty)

@@ -25,7 +25,9 @@ def run_answer_get(*, run_id: int) -> Run:
     found = list(Run.objects.raw(_RUN_ANSWER_SQL, [run_id]))
     if not found:
         raise NotFound(f"there is no run {run_id}")
-    return found[0]
+    run = found[0]
+    run.version = JobVersion(pk=run.version_id, number=run.version_number)  # type: ignore[attr-defined]
+    return run
 
 
 _RUN_ANSWER_COLUMNS = (
@@ -59,8 +61,7 @@ def run_as_json(run: Run) -> dict[str, Any]:
     return {
         "id": run.pk,
         "job": run.job_id,
-        # Read with the run by run_answer_get, else through its version.
-        "version": run.__dict__.get("version_number") or run.version.number,
+        "version": run.version.number,
         "status": run.status,
         "epoch": run.current_epoch,
         "parallelism": run.parallelism,

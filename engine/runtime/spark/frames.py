@@ -62,6 +62,13 @@ def time_quantiles(frame: pa.Table, column: str) -> tuple[float, float, float] |
     )
 
 
+def observed(observation: Observation) -> bool:
+    """Whether an action filled the observation (``get`` would block forever otherwise: a
+    sink that skipped a replayed epoch runs no action)."""
+    jo = getattr(observation, "_jo", None)
+    return jo is not None and bool(jo.future().isCompleted())
+
+
 QuantilesRead = Callable[[], "tuple[float, float, float] | None"]
 """Reads (median, 1st percentile, minimum) once the frame's action ran: None if it ran
 none (a sink that skipped a replayed epoch) or the frame had no rows."""
@@ -75,22 +82,21 @@ def observe_time_quantiles(frame: Frame, column: str, name: str) -> tuple[Frame,
         return frame, lambda: time_quantiles(frame, column)
     observation = Observation(name)
     micros = F.unix_micros(F.col(column))
-    observed = frame.observe(
+    watched = frame.observe(
         observation,
         F.percentile_approx(micros, [0.01, 0.5], 1000).alias("q"),
         F.min(micros).alias("lo"),
     )
 
     def read() -> tuple[float, float, float] | None:
-        jo = getattr(observation, "_jo", None)
-        if jo is None or not jo.future().isCompleted():
+        if not observed(observation):
             return None
         found = observation.get
         if found.get("lo") is None:
             return None
         return float(found["q"][1]), float(found["q"][0]), float(found["lo"])
 
-    return observed, read
+    return watched, read
 
 
 def columns_of(frame: Frame) -> list[str]:

@@ -33,6 +33,7 @@ from engine.runtime.spark.frames import (
     columns_of,
     empty_like,
     observe_time_quantiles,
+    observed,
     to_spark,
     union,
 )
@@ -239,12 +240,10 @@ class EpochPipeline:
         return df.observe(observation, F.count(F.lit(1)).alias("rows"))
 
     def _observed(self) -> dict[str, int | None]:
-        # A sink that skipped a replayed epoch runs no action: its observation never
-        # completes, so only finished ones are read (get() would block forever).
+        # Only observations an action filled are read (see ``observed``).
         counts: dict[str, int | None] = {}
         for op_id, observation in self._observations.items():
-            jo = getattr(observation, "_jo", None)
-            done = jo is not None and jo.future().isCompleted()
+            done = observed(observation)
             counts[op_id] = int(observation.get["rows"]) if done else None
             if done and DEAD_LETTER_COUNT in observation.get:
                 self.dead_letters[op_id] = dead_letters_of(observation.get)

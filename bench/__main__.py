@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from bench.workload import KEYS, WINDOW
+
 
 def main(argv: list[str] | None = None) -> int:
     """Runs one benchmark and prints its JSON figures as the last line."""
@@ -30,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--observe-s", type=float, default=300.0,
                         help="seconds watched after the backlog stops growing (autoscale)")
     parser.add_argument("--large-keys", type=int, default=10_000_000, help="keys (state)")
+    parser.add_argument("--keys", type=int, default=KEYS,
+                        help="distinct keys of the events (rescale)")
+    parser.add_argument("--window", default=WINDOW, help="window length (rescale)")
     args = parser.parse_args(argv)
     if args.benchmark == "autoscale":
         from bench.autoscale import measure as measure_autoscale
@@ -73,10 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         from bench.rescale import measure as measure_rescale
 
+        sizes = {"rows_per_batch": args.rows_per_batch, "keys": args.keys,
+                 "window": args.window}
         result = (
-            measure_rescale(rows_per_batch=args.rows_per_batch, epochs=args.epochs)
-            if args.epochs
-            else measure_rescale(rows_per_batch=args.rows_per_batch)
+            measure_rescale(epochs=args.epochs, **sizes) if args.epochs
+            else measure_rescale(**sizes)
         )
     print(json.dumps(result), flush=True)
     return 0

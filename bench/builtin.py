@@ -35,13 +35,14 @@ def start_builtin(
     start_ms: int,
     keys: int = KEYS,
     trigger: str = "0 seconds",
+    window: str = WINDOW,
 ) -> StreamingQuery:
     """The same events, windowed count with watermark, append mode, noop sink."""
     spec = GeneratorSpec.from_params({"rows_per_second": rows_per_batch, "keys": keys}, start_ms)
     counts = (
         read_generator(spark, spec, rows_per_batch)
         .withWatermark("event_time", WATERMARK)
-        .groupBy(F.window("event_time", WINDOW), F.col("campaign_id"))
+        .groupBy(F.window("event_time", window), F.col("campaign_id"))
         .count()
     )
     return (

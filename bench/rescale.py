@@ -15,8 +15,14 @@ Headline figures:
   parallelism (the ack's ``epoch_ended_at_ms``), p50 and p99 over the rescales;
 - ``restart_time_to_effect_s``: the median of ``restart_samples``, each stop request -> the end
   of the first epoch after the restart; ``speedup_time_to_effect`` the ratio of the medians;
-- ``rescale_epoch_vs_same_parallelism``: a rescale epoch over the median steady epoch at its
-  parallelism (median and max over the rescales);
+- ``epochs_to_apply``: 0 when the epoch running at the request takes the change (a rescale
+  interrupts it and it runs again under the new plan), 1 when the next one does;
+- ``rescale_epoch_vs_same_parallelism``: a rescale epoch's run under the new plan (from the
+  interrupt of its void attempt, if it had one) over the median steady epoch at its
+  parallelism (median and max over the rescales); ``interrupted_epochs``, the rescale epochs
+  that had a void attempt, ``interrupted_attempt_ms_median`` what those attempts ran before
+  the interrupt, and ``rescale_epoch_whole_vs_same_parallelism`` the whole epoch (both
+  attempts) over the same steady median: the extra the early change costs that epoch;
 - ``state_bytes_copied``: what the state store reports it copied between owners.
 
 Context (noise on a shared 2-core machine, not headline): each rescale epoch's excess over
@@ -33,7 +39,7 @@ import uuid
 from typing import Any
 
 from bench.builtin import start_builtin, use_rocksdb
-from bench.workload import generator_source, window_count_job
+from bench.workload import KEYS, WINDOW, generator_source, window_count_job
 from engine.runtime.api import request_reconfiguration, start_run
 from engine.runtime.control.channel import RedisControlChannel
 from engine.runtime.driver.job_run import JobRun
@@ -64,13 +70,16 @@ def _wait_epoch(run: JobRun, epoch: int) -> None:
         time.sleep(0.005)
 
 
-def run_vsn_rescales(spark: Any, rows_per_batch: int, epochs: int) -> dict[str, Any]:
+def run_vsn_rescales(
+    spark: Any, rows_per_batch: int, epochs: int, keys: int = KEYS, window: str = WINDOW
+) -> dict[str, Any]:
     """Rescales a running VSN job through its Redis control channel; returns the acks, the
     epochs' metrics and the epoch running at each request."""
     publisher, recorder = CollectingPublisher(), CollectingRecorder()
     url, prefix = product_redis_url(), f"bench-rescale-{uuid.uuid4().hex[:8]}:"
     with tempfile.TemporaryDirectory(prefix="bench-rescale-") as checkpoint:
-        job = window_count_job(generator_source(rows_per_batch), 2, "bench_rescale")
+        job = window_count_job(
+            generator_source(rows_per_batch, keys), 2, "bench_rescale", window=window)
         run = start_run(job, checkpoint=checkpoint, publisher=publisher, recorder=recorder,
                         spark=spark, epoch_ms=1000, trigger_ms=0, stop_after_epoch=epochs - 1,
                         control_url=url, control_prefix=prefix)
@@ -107,11 +116,16 @@ def steady_medians(result: dict[str, Any]) -> dict[int, float]:
 def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
     """Time to effect, epochs to apply, bytes copied and the rescale epochs' cost."""
     durations = {m["epoch"]: m["batch_duration_ms"] for m in result["epochs"]}
+    # A rescale epoch's attempt under the new plan (after the interrupted one, if any).
+    last_attempts = {m["epoch"]: m["last_attempt_ms"] for m in result["epochs"]}
     instances = {m["epoch"]: m["operators"]["counts"]["instances"] for m in result["epochs"]}
     steady = steady_medians(result)
     acks = result["acks"]
     effect_s = sorted((a["epoch_ended_at_ms"] - a["requested_at_ms"]) / 1000.0 for a in acks)
-    same_p = [durations[a["applied_epoch"]] / steady[instances[a["applied_epoch"]]] for a in acks]
+    applied = [a["applied_epoch"] for a in acks]
+    same_p = [last_attempts[e] / steady[instances[e]] for e in applied]
+    whole = [durations[e] / steady[instances[e]] for e in applied]
+    void_ms = [durations[e] - last_attempts[e] for e in applied]
     return {
         "control_channel": "redis",
         "rescales": len(acks),
@@ -123,6 +137,10 @@ def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
         "time_to_effect_s_median": statistics.median(effect_s),
         "rescale_epoch_vs_same_parallelism": round(statistics.median(same_p), 3),
         "rescale_epoch_vs_same_parallelism_max": round(max(same_p), 3),
+        "interrupted_epochs": sum(
+            1 for m in result["epochs"] if m["epoch"] in applied and m["attempts"] > 1),
+        "interrupted_attempt_ms_median": round(statistics.median(void_ms), 1),
+        "rescale_epoch_whole_vs_same_parallelism": round(statistics.median(whole), 3),
         "state_bytes_copied": sum(int(a["state_bytes_copied"]) for a in acks),
         "context": _noise(result, acks, durations, instances, steady),
     }
@@ -137,12 +155,14 @@ def _noise(result, acks, durations, instances, steady) -> dict[str, Any]:  # typ
         if e >= WARMUP - 2 and e not in applied
     )
     latencies = sorted(a["control_latency_ms"] for a in acks)
+    last_attempts = {m["epoch"]: m["last_attempt_ms"] for m in result["epochs"]}
     return {
         "pickup_ms_p50": round(_percentile(latencies, 50), 2),
         "pickup_ms_p99": round(_percentile(latencies, 99), 2),
         "vsn_median_epoch_ms_by_parallelism": {p: round(v, 1) for p, v in sorted(steady.items())},
         "rescale_epoch_excess_ms": [
-            round(durations[a["applied_epoch"]] - _local_steady(a, acks, durations)) for a in acks
+            round(last_attempts[a["applied_epoch"]] - _local_steady(a, acks, durations))
+            for a in acks
         ],
         "steady_epoch_excess_ms_p92": round(_percentile(steady_excess, 100 * 11 / 12), 1),
     }
@@ -163,7 +183,9 @@ def _percentile(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, int(-(-len(ordered) * pct // 100)) - 1))]
 
 
-def run_restarts(spark: Any, rows_per_batch: int, warmup: int = 8) -> dict[str, Any]:
+def run_restarts(
+    spark: Any, rows_per_batch: int, warmup: int = 8, keys: int = KEYS, window: str = WINDOW
+) -> dict[str, Any]:
     """Stop, offline state repartition, restart, once per entry of ``RESTARTS``; each sample
     is a stop request -> the end of the first epoch after the restart."""
     start_ms = int(time.time() * 1000)
@@ -171,13 +193,13 @@ def run_restarts(spark: Any, rows_per_batch: int, warmup: int = 8) -> dict[str, 
     samples: list[float] = []
     exactly_once = True
     with tempfile.TemporaryDirectory(prefix="bench-restart-") as checkpoint:
-        query = start_builtin(spark, rows_per_batch, checkpoint, start_ms)
+        query = start_builtin(spark, rows_per_batch, checkpoint, start_ms, keys, window=window)
         for partitions in RESTARTS:
             _await_batches(query, warmup)
             stop_at = time.time()
             query.stop()
             exactly_once &= _repartition(spark, checkpoint, partitions)
-            query = start_builtin(spark, rows_per_batch, checkpoint, start_ms)
+            query = start_builtin(spark, rows_per_batch, checkpoint, start_ms, keys, window=window)
             _await_batches(query, 1)
             samples.append(round(time.time() - stop_at, 3))
             _progress(f"restart to {partitions} partitions: {samples[-1]} s")
@@ -208,21 +230,27 @@ def _repartition(spark: Any, checkpoint: str, partitions: int) -> bool:
 
 
 def measure(
-    rows_per_batch: int = 200_000, epochs: int = WARMUP + EPOCHS_PER_STEP * (len(STEPS) + 1)
+    rows_per_batch: int = 200_000,
+    epochs: int = WARMUP + EPOCHS_PER_STEP * (len(STEPS) + 1),
+    keys: int = KEYS,
+    window: str = WINDOW,
 ) -> dict[str, Any]:
-    """Both sides in one session; the last line of ``python -m bench rescale``."""
+    """Both sides in one session, on the same events (``keys`` distinct keys, ``window``
+    long windows: the state both sides hold); the last line of ``python -m bench rescale``."""
     spark = build_session(app_name="bench-rescale")
-    raw = run_vsn_rescales(spark, rows_per_batch, epochs)
+    raw = run_vsn_rescales(spark, rows_per_batch, epochs, keys, window)
     for m in raw["epochs"]:
         _progress(f"epoch {m['epoch']} p={m['operators']['counts']['instances']} "
                   f"ms={m['batch_duration_ms']}")
     vsn = vsn_figures(raw)
     _progress(f"vsn: {vsn}")
-    restarts = run_restarts(spark, rows_per_batch)
+    restarts = run_restarts(spark, rows_per_batch, keys=keys, window=window)
     restart_median = statistics.median(restarts["restart_samples"])
     effect_median = vsn.pop("time_to_effect_s_median")
     context = vsn.pop("context")
     return {
+        "keys": keys,
+        "window": window,
         **vsn,
         "restart_samples": restarts["restart_samples"],
         "restart_time_to_effect_s": round(restart_median, 3),

@@ -16,6 +16,8 @@ from typing import Any
 from engine.runtime.errors import CommandRejected
 
 KINDS = ("rescale", "rebalance", "logic", "stop")
+WORKLOAD_KINDS = frozenset({"rescale", "rebalance"})
+"""Commands that change only who owns which key groups: an epoch may take them mid-way."""
 
 
 @dataclass(frozen=True)

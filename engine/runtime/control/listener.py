@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from engine.runtime.control.channel import ControlChannel
 from engine.runtime.control.commands import Command, parse_command
@@ -28,7 +28,8 @@ Rejection = tuple[str, dict[str, str], str, float]
 
 class ControlListener:
     """Reads ``channel`` after ``cursor`` into a pending list until stopped; ``on_command``
-    is told of each command taken (the driver starts the next epoch at once)."""
+    is told of each command taken (the driver starts the next epoch at once, or interrupts
+    the running one for a rescale)."""
 
     def __init__(
         self,
@@ -36,7 +37,7 @@ class ControlListener:
         cursor: str | None,
         on_malformed: Callable[[Rejection], None],
         block_ms: int = 100,
-        on_command: Callable[[], None] | None = None,
+        on_command: Callable[[Command], None] | None = None,
     ) -> None:
         self._channel = channel
         self._cursor = cursor
@@ -59,10 +60,16 @@ class ControlListener:
         self._stopped.set()
         self._thread.join(timeout=5)
 
-    def drain(self) -> list[Command]:
-        """The commands picked up so far, in order, removed from the pending list."""
+    def drain(self, kinds: Collection[str] | None = None) -> list[Command]:
+        """The commands picked up so far, in order, removed from the pending list; with
+        ``kinds``, only the leading ones of those kinds (the rest keep their order)."""
         with self._lock:
-            pending, self._pending = self._pending, []
+            taken = len(self._pending)
+            if kinds is not None:
+                taken = next(
+                    (i for i, c in enumerate(self._pending) if c.kind not in kinds), taken
+                )
+            pending, self._pending = self._pending[:taken], self._pending[taken:]
         return pending
 
     def _loop(self) -> None:
@@ -99,6 +106,6 @@ class ControlListener:
             self._pending.append(command)
         if self._on_command is not None:
             try:
-                self._on_command()
+                self._on_command(command)
             except Exception as exc:  # noqa: BLE001  # the command waits for the next epoch
                 log.warning("could not start an epoch for control message %s: %s", cursor, exc)

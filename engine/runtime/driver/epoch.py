@@ -1,5 +1,11 @@
 """One epoch's work, once its plan is fixed: the pipeline over the batch, the outcome in
-the epoch log, then the metrics and the acks, which leave off the epoch's path."""
+the epoch log, then the metrics and the acks, which leave off the epoch's path.
+
+A rescale or rebalance that arrives while a keyed operator's stage runs does not wait for
+the next epoch: the running attempt is interrupted (its Spark jobs cancelled) and the epoch
+runs again under its plan with the change applied. Key groups the void attempt committed
+are replayed from their marks, sinks skip an epoch they committed, so the epoch's results
+are those of one attempt under the new plan."""
 
 from __future__ import annotations
 
@@ -9,7 +15,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from engine.dag import JobGraph
+from engine.dag import JobGraph, state_kind_of
+from engine.runtime.control.commands import WORKLOAD_KINDS, Command
 from engine.runtime.control.outbox import RunDeliveries
 from engine.runtime.control.run_config import OperatorConfig, RunConfig
 from engine.runtime.driver.metrics import epoch_metrics, stage_max_event_us
@@ -19,7 +26,11 @@ from engine.runtime.io.broker.lag import broker_lags, broker_report
 from engine.runtime.io.sinks import Sink, build_sink
 from engine.runtime.io.streams import clock_source_rows
 from engine.runtime.stage.pipeline import EpochPipeline, EpochResult
-from engine.runtime.stage.regions import StageClock
+from engine.runtime.stage.regions import EpochInterrupted, StageClock
+
+# Attempts of one epoch at most: the last one is not interrupted, so a stream of commands
+# cannot keep an epoch from ending.
+MAX_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,8 @@ class EpochRunner:
         }
         self.clock = StageClock(planner.spark, f"streamscale-{planner.run_id}")
         self.readings = SourceReadings(planner.meters)
+        self._keyed = {op.id for op in self.graph.operators if state_kind_of(op) == "keyed"}
+        self._attempt_start = 0.0
         self._last_start: float | None = None
         self._ran = 0  # epochs this driver process ran: its first ones carry start-up cost
 
@@ -51,19 +64,49 @@ class EpochRunner:
         started = time.time()
         interval_ms = (started - self._last_start) * 1000.0 if self._last_start else None
         self._last_start = started
+        self._attempt_start = started
         plan = self.planner.plan(epoch, batch)
-        config = {op: OperatorConfig.from_dict(c) for op, c in plan["config"].items()}
-        result = self._pipeline(batch, epoch, plan, config)
+        plan, config, result, attempts = self._attempts(batch, epoch, plan)
         self.planner.log.write_outcome(epoch, epoch_outcome(result, self.graph.key_groups))
         batch_ms = (time.time() - started) * 1000.0
+        # The epoch under the plan it committed: from the interrupt of a void attempt.
+        last_attempt_ms = (time.time() - self._attempt_start) * 1000.0
         metrics = self._metrics(batch, epoch, plan, config, result, batch_ms,
                                 interval_ms or batch_ms)
         metrics["driver_epoch"] = self._ran
+        metrics["attempts"] = attempts
+        metrics["last_attempt_ms"] = round(last_attempt_ms, 1)
         self._ran += 1
         # The epoch is committed: its acks can say when the change took effect.
         self.deliveries.acks(plan["acks"], ended_at_ms=time.time() * 1000.0)
         self.deliveries.metrics(epoch, metrics)
         return EpochDone(config, bool(plan.get("stop")))
+
+    def interrupt(self, command: Command) -> bool:
+        """Interrupts the running epoch for ``command`` (a rescale or rebalance of a keyed
+        operator whose stage has not finished in it), so that the epoch runs again with
+        the command applied; True if it will."""
+        if command.kind not in WORKLOAD_KINDS or command.operator not in self._keyed:
+            return False
+        return self.clock.interrupt(command.operator)
+
+    def _attempts(
+        self, batch: DataFrame, epoch: int, plan: dict[str, Any]
+    ) -> tuple[dict[str, Any], RunConfig, EpochResult, int]:
+        """Runs the epoch's plan until an attempt is not interrupted; after an interrupt,
+        the plan is the interrupted one with the commands picked up since applied."""
+        for attempt in range(MAX_ATTEMPTS):
+            config = {op: OperatorConfig.from_dict(c) for op, c in plan["config"].items()}
+            self.clock.begin(epoch, attempt, interruptible=attempt < MAX_ATTEMPTS - 1)
+            try:
+                return plan, config, self._pipeline(batch, epoch, plan, config), attempt + 1
+            except EpochInterrupted:
+                # The void attempt ends here; what follows is the new plan's.
+                self._attempt_start = time.time()
+                plan = self.planner.replan(epoch, batch, plan)
+            finally:
+                self.clock.end()
+        raise AssertionError("the last attempt cannot be interrupted")
 
     def _pipeline(self, batch: DataFrame, epoch: int, plan: dict[str, Any],
                   config: RunConfig) -> EpochResult:
@@ -72,7 +115,6 @@ class EpochRunner:
             self.planner.spark, self.graph, self.planner.start_ms, ranges,
             {op: config[op].parallelism for op in ranges},
         )
-        self.clock.epoch = epoch
         pipeline = EpochPipeline(
             self.graph, config, epoch, plan["watermarks"], self.planner.store, self.sinks,
             source_frames=frames, clock=self.clock,

@@ -21,6 +21,7 @@ from engine.dag import JobGraph, state_kind_of
 from engine.planner import plan_job
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
 from engine.runtime.control.channel import ControlChannel, MemoryControlChannel
+from engine.runtime.control.commands import Command
 from engine.runtime.control.listener import ControlListener
 from engine.runtime.control.outbox import RunDeliveries
 from engine.runtime.control.run_config import RunConfig, initial_config
@@ -75,11 +76,17 @@ class JobRun:
         latest = self.log.latest_plan(before=2**62)
         cursor = latest[1].get("cursor") if latest else None
         self._listener = ControlListener(self.channel, cursor, self.deliveries.malformed,
-                                         on_command=self._waker.wake)
+                                         on_command=self._on_command)
         self._listener.start()
         self.planner.listener = self._listener
         self.query.start()
         self.status = "running"
+
+    def _on_command(self, command: Command) -> None:
+        # A rescale interrupts the epoch running now; any command starts the next one at
+        # once (epoch_clock).
+        self.epochs.interrupt(command)
+        self._waker.wake()
 
     def _epoch(self, batch: DataFrame, epoch: int) -> None:
         done = self.epochs.run(batch, epoch)

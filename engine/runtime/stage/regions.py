@@ -10,6 +10,7 @@ store). Each action of an epoch runs in a job group named for the operator it fe
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,8 +20,10 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from engine.dag import JobGraph, state_kind_of
+from engine.runtime.errors import StreamRuntimeError
 
 _SETTLE_S = 1.0  # how long to wait for Spark's listener to report finished stages
+_CANCEL_EVERY_S = 0.02  # an interrupted action's jobs are cancelled this often until it ends
 
 
 @dataclass(frozen=True)
@@ -66,26 +69,104 @@ def _stateless_chain(graph: JobGraph, op_id: str) -> list[str]:
     return sorted(found, key=order.index)
 
 
+class EpochInterrupted(StreamRuntimeError):
+    """Raised out of an epoch's action that ``StageClock.interrupt`` cancelled (or that
+    finished as the interrupt came): the epoch's attempt is void and it runs again."""
+
+
 class StageClock:
-    """Tags an epoch's Spark actions by the operator they feed and reads back the run time
-    of their tasks."""
+    """Tags an epoch's Spark actions by the operator they feed, reads back the run time of
+    their tasks, and interrupts the epoch's attempt for a reconfiguration."""
 
     def __init__(self, spark: SparkSession, prefix: str) -> None:
         self._sc = spark.sparkContext
         self._prefix = prefix
         self.epoch = -1
+        self.attempt = 0
+        self._lock = threading.Lock()
+        self._open = False  # an attempt runs and may be interrupted
+        self._running: str | None = None  # the operator whose action runs now
+        self._done: set[str] = set()  # operators whose actions this attempt finished
+        self._interrupted = False
 
     def _group(self, op_id: str) -> str:
-        return f"{self._prefix}:{self.epoch}:{op_id}"
+        suffix = f":{self.attempt}" if self.attempt else ""
+        return f"{self._prefix}:{self.epoch}{suffix}:{op_id}"
+
+    @property
+    def running(self) -> str | None:
+        """The operator whose action runs now, if any."""
+        with self._lock:
+            return self._running
+
+    def begin(self, epoch: int, attempt: int, interruptible: bool = True) -> None:
+        """An attempt of ``epoch`` starts (the first is 0); ``interruptible`` if
+        ``interrupt`` may void it."""
+        with self._lock:
+            self.epoch, self.attempt = epoch, attempt
+            self._open, self._running, self._done = interruptible, None, set()
+            self._interrupted = False
+
+    def end(self) -> None:
+        """The attempt ended: nothing interrupts it any more."""
+        with self._lock:
+            self._open = False
+
+    def interrupt(self, op_id: str) -> bool:
+        """Voids the running attempt unless ``op_id``'s action in it has finished (or it
+        may not be interrupted): the action running now has its Spark jobs cancelled and
+        raises EpochInterrupted, as does the next one to start if none runs. Safe to call
+        from any thread; True if the attempt will end so."""
+        with self._lock:
+            if not self._open or self._interrupted or op_id in self._done:
+                return False
+            self._interrupted = True
+            attempt = (self.epoch, self.attempt)
+        threading.Thread(target=self._cancel_running, args=(attempt,), name="epoch-interrupt",
+                         daemon=True).start()
+        return True
+
+    def _cancel_running(self, attempt: tuple[int, int]) -> None:
+        """Cancels the running action's job group until the action ends: Spark cancels
+        only jobs already submitted, and an action may submit one after another (or be
+        still analysing its query when the interrupt comes)."""
+        while True:
+            with self._lock:
+                if (self.epoch, self.attempt) != attempt or not self._open:
+                    return  # the interrupted attempt has ended
+                group = None if self._running is None else self._group(self._running)
+            if group is not None:
+                self._sc.cancelJobGroup(group)
+            time.sleep(_CANCEL_EVERY_S)
 
     @contextmanager
     def action(self, op_id: str) -> Iterator[None]:
-        """Runs the block's Spark jobs in the job group of ``op_id`` in the current epoch."""
+        """Runs the block's Spark jobs in the job group of ``op_id`` in the current epoch;
+        raises EpochInterrupted instead of the block's result if the attempt was
+        interrupted before or while it ran."""
+        with self._lock:
+            if self._interrupted:
+                raise EpochInterrupted(f"epoch {self.epoch} interrupted before {op_id!r}")
+            self._running = op_id
         self._sc.setJobGroup(self._group(op_id), f"{self._prefix} epoch {self.epoch} {op_id}")
         try:
             yield
+        except Exception as exc:
+            if self._finish(op_id):
+                raise EpochInterrupted(f"epoch {self.epoch} interrupted in {op_id!r}") from exc
+            raise
+        else:
+            if self._finish(op_id):
+                raise EpochInterrupted(f"epoch {self.epoch} interrupted in {op_id!r}")
         finally:
             self._sc.setJobGroup(f"{self._prefix}:other", f"{self._prefix} other")
+
+    def _finish(self, op_id: str) -> bool:
+        """Marks ``op_id``'s action finished; whether the attempt was interrupted."""
+        with self._lock:
+            self._running = None
+            self._done.add(op_id)
+            return self._interrupted
 
     def busy_ms(self, op_id: str, skip_last_stage: bool) -> list[float] | None:
         """Task run time per partition over the stages of ``op_id``'s jobs (the final stage

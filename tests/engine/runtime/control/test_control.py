@@ -97,3 +97,27 @@ def test_listener_survives_a_failing_channel_and_picks_up_later_commands() -> No
     finally:
         listener.stop()
     assert [c.request_id for c in picked] == ["stop-1"] and listener.error is None
+
+
+def test_an_epoch_interrupted_for_a_rescale_takes_only_the_leading_workload_commands() -> None:
+    channel = MemoryControlChannel()
+    told: list[str] = []
+    listener = ControlListener(channel, None, lambda rejection: None, block_ms=50,
+                               on_command=lambda command: told.append(command.request_id))
+    now = time.time() * 1000.0
+    channel.send(command_message("rescale", "counts", "up", now, 4))
+    channel.send(command_message("rebalance", "counts", "even", now, assignment="weighted"))
+    channel.send(command_message("logic", "counts", "logic", now, params={"watermark": "2 s"}))
+    channel.send(command_message("rescale", "counts", "down", now, 2))
+    listener.start()
+    try:
+        deadline = time.monotonic() + 5
+        while len(told) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        taken = listener.drain({"rescale", "rebalance"})
+        rest = listener.drain()
+    finally:
+        listener.stop()
+    assert told == ["up", "even", "logic", "down"]  # each command, as it is picked up
+    assert [c.request_id for c in taken] == ["up", "even"]
+    assert [c.request_id for c in rest] == ["logic", "down"]  # in order, for the next epoch

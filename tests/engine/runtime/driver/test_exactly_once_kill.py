@@ -74,7 +74,8 @@ def test_sigkill_at_random_points_then_restart_is_exactly_once(
         # restart, not the start-up time.
         assert wait_for_epoch_line(lines, proc, 300), "no epoch before the kill"
         if kills % 3 == 1:
-            # Kill while a reconfiguration is being picked up and installed.
+            # Kill while a reconfiguration is being installed: mostly while the epoch it
+            # interrupted runs again under the new plan (its plan is logged before that).
             requests.append(
                 request_reconfiguration(
                     channel,
@@ -83,7 +84,8 @@ def test_sigkill_at_random_points_then_restart_is_exactly_once(
                     parallelism=rng.randint(1, 8),
                 )
             )
-            time.sleep(rng.uniform(0.0, 0.4))
+            _wait_for_planned(checkpoint / "epochs", requests[-1], timeout_s=10)
+            time.sleep(rng.uniform(0.0, 0.2))
         else:
             time.sleep(rng.uniform(0.0, 2.5))
         if proc.poll() is not None:
@@ -109,3 +111,17 @@ def test_sigkill_at_random_points_then_restart_is_exactly_once(
     assert set(requests) <= set(acks)
     assert all(acks[r]["status"] == "applied" for r in requests)
     assert len(channel.acks()) == len(acks)  # each request acknowledged once
+
+
+def _wait_for_planned(epochs: Path, request_id: str, timeout_s: float) -> None:
+    """Waits until an epoch's logged plan carries ``request_id``'s ack."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for plan in epochs.glob("*.plan.json"):
+            try:
+                acks = json.loads(plan.read_text()).get("acks", [])
+            except (OSError, ValueError):
+                continue  # being replaced
+            if any(a.get("request_id") == request_id for a in acks):
+                return
+        time.sleep(0.01)

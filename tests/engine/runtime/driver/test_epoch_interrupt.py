@@ -1,0 +1,121 @@
+"""A rescale that arrives while an epoch's keyed stage runs interrupts that epoch: its Spark
+jobs are cancelled and it runs again under the new plan, with exactly the results of one
+attempt."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from engine.runtime.api import request_reconfiguration
+from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
+from engine.runtime.stage.regions import EpochInterrupted, StageClock
+from tests.engine.runtime.jobs import (
+    actual_windows,
+    expected_windows,
+    start_collected_run,
+    wait_epoch,
+    window_job,
+)
+
+pytestmark = pytest.mark.spark
+
+
+def _until(condition: Any, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.001)
+
+
+def test_an_interrupt_cancels_the_running_action_and_frees_the_cores(spark) -> None:
+    clock = StageClock(spark, f"interrupt-{uuid.uuid4().hex[:6]}")
+    clock.begin(4, 0)
+    answers: list[bool] = []
+
+    def interrupt_once_running() -> None:
+        _until(lambda: clock.running == "counts")
+        time.sleep(0.5)  # the job's tasks are under way
+        answers.append(clock.interrupt("counts"))
+
+    threading.Thread(target=interrupt_once_running).start()
+    started = time.monotonic()
+    with pytest.raises(EpochInterrupted), clock.action("counts"):
+        # A minute of work on both cores if nothing stops it.
+        spark.range(0, 10**11, numPartitions=2).selectExpr("sum(id % 7)").collect()
+    assert answers == [True]
+    assert time.monotonic() - started < 20
+    freed = time.monotonic()
+    assert spark.range(0, 1000, numPartitions=2).count() == 1000
+    assert time.monotonic() - freed < 10
+    assert clock.running is None
+
+
+def test_an_interrupt_voids_only_an_attempt_that_has_not_passed_the_operator(spark) -> None:
+    clock = StageClock(spark, f"interrupt-{uuid.uuid4().hex[:6]}")
+    clock.begin(1, 0)
+    with clock.action("counts"):
+        spark.range(10).count()
+    assert not clock.interrupt("counts")  # its stage is done: the next epoch takes it
+    assert clock.interrupt("pairs")  # not run yet: it must not run under the old plan
+    ran = []
+    with pytest.raises(EpochInterrupted), clock.action("pairs"):
+        ran.append(True)
+    assert not ran
+    clock.end()
+    assert not clock.interrupt("pairs")  # no attempt runs
+    clock.begin(1, 2, interruptible=False)
+    assert not clock.interrupt("pairs")  # the last attempt always ends
+    clock.end()
+
+
+def test_a_rescale_during_the_stage_takes_effect_in_the_running_epoch(spark, tmp_path) -> None:
+    name = f"sink_{uuid.uuid4().hex[:8]}"
+    job = window_job({"type": "sink.memory", "params": {"name": name}}, parallelism=8)
+    last = 14
+    run, publisher, recorder = start_collected_run(spark, tmp_path, job, last_epoch=last)
+    interrupts: list[tuple[int, bool]] = []
+    interrupt = run.epochs.interrupt
+
+    def recorded(command: Any) -> bool:
+        epoch, taken = run.epochs.clock.epoch, interrupt(command)
+        interrupts.append((epoch, taken))
+        return taken
+
+    run.epochs.interrupt = recorded  # type: ignore[method-assign]
+    wait_epoch(run, 2)
+    requests = {}
+    for parallelism in (3, 5, 4):
+        # Sent the moment an epoch's keyed stage starts: picked up long before it ends.
+        _until(lambda: run.epochs.clock.running != "counts")
+        _until(lambda: run.epochs.clock.running == "counts")
+        request = request_reconfiguration(
+            run.channel, kind="rescale", operator="counts", parallelism=parallelism
+        )
+        requests[request] = parallelism
+        assert run.channel.wait_for_ack(request, 60)["status"] == "applied"
+    assert run.wait(180) == "stopped"
+
+    assert [taken for _, taken in interrupts] == [True, True, True]
+    acks = {a["request_id"]: a for a in recorder.acks}
+    epochs = {m["epoch"]: m for m in publisher.epochs}
+    for (interrupted, _), (request, parallelism) in zip(interrupts, requests.items(), strict=True):
+        applied = acks[request]["applied_epoch"]
+        assert applied == interrupted  # the epoch that ran when it came, not the next
+        assert epochs[applied]["attempts"] == 2
+        assert epochs[applied]["last_attempt_ms"] < epochs[applied]["batch_duration_ms"]
+        assert epochs[applied]["operators"]["counts"]["instances"] == parallelism
+        assert run.log.plan(applied)["config"]["counts"]["parallelism"] == parallelism
+        assert acks[request]["state_bytes_copied"] == 0
+    assert all(
+        m["attempts"] == 1
+        for e, m in epochs.items()
+        if e not in {a["applied_epoch"] for a in acks.values()}
+    )
+    expected = expected_windows(spark, run.start_ms, last, [(0, "event_type = 'view'")])
+    assert expected and actual_windows(memory_sink_rows(name)) == expected
+    clear_memory_sink(name)

@@ -19,7 +19,9 @@ Headline figures:
   interrupts it and it runs again under the new plan), 1 when the next one does;
 - ``rescale_epoch_vs_same_parallelism``: a rescale epoch's run under the new plan (from the
   interrupt of its void attempt, if it had one) over the median steady epoch at its
-  parallelism (median and max over the rescales); ``interrupted_epochs``, the rescale epochs
+  parallelism (median and max over the rescales whose run under the new plan computed every
+  key group; ``rescale_epochs_replayed`` counts the others, whose void attempt had committed
+  key groups before the interrupt reached it); ``interrupted_epochs``, the rescale epochs
   that had a void attempt, ``interrupted_attempt_ms_median`` what those attempts ran before
   the interrupt, and ``rescale_epoch_whole_vs_same_parallelism`` the whole epoch (both
   attempts) over the same steady median: the extra the early change costs that epoch;
@@ -123,7 +125,12 @@ def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
     acks = result["acks"]
     effect_s = sorted((a["epoch_ended_at_ms"] - a["requested_at_ms"]) / 1000.0 for a in acks)
     applied = [a["applied_epoch"] for a in acks]
-    same_p = [last_attempts[e] / steady[instances[e]] for e in applied]
+    # Rescale epochs whose void attempt committed key groups re-emit those under the new
+    # plan without recomputing them: not a whole epoch's work at the new parallelism.
+    replayed = {m["epoch"] for m in result["epochs"]
+                if m["epoch"] in applied and m["operators"]["counts"].get("groups_replayed")}
+    whole_work = [e for e in applied if e not in replayed] or applied
+    same_p = [last_attempts[e] / steady[instances[e]] for e in whole_work]
     whole = [durations[e] / steady[instances[e]] for e in applied]
     void_ms = [durations[e] - last_attempts[e] for e in applied]
     return {
@@ -140,6 +147,7 @@ def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
         "interrupted_epochs": sum(
             1 for m in result["epochs"] if m["epoch"] in applied and m["attempts"] > 1),
         "interrupted_attempt_ms_median": round(statistics.median(void_ms), 1),
+        "rescale_epochs_replayed": len(replayed),
         "rescale_epoch_whole_vs_same_parallelism": round(statistics.median(whole), 3),
         "state_bytes_copied": sum(int(a["state_bytes_copied"]) for a in acks),
         "context": _noise(result, acks, durations, instances, steady),

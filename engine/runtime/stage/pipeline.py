@@ -206,7 +206,7 @@ class EpochPipeline:
         config = self.config[op_id]
         self._partitions[op_id] = config.parallelism
         assert config.owners is not None
-        with self._action(op_id):
+        with self._action(op_id, cancellable=True):
             at = StageEpoch(
                 self.epoch,
                 self.graph.key_groups,
@@ -226,9 +226,11 @@ class EpochPipeline:
         return stage.rows
 
     @contextmanager
-    def _action(self, op_id: str) -> Iterator[None]:
-        """Spark jobs of the block, tagged for ``op_id``'s region (see ``regions``)."""
-        with self.clock.action(op_id) if self.clock is not None else nullcontext():
+    def _action(self, op_id: str, cancellable: bool = False) -> Iterator[None]:
+        """Spark jobs of the block, tagged for ``op_id``'s region (see ``regions``); a
+        keyed stage's are ``cancellable`` by an interrupt until its instances start."""
+        clock = self.clock
+        with clock.action(op_id, cancellable) if clock is not None else nullcontext():
             yield
 
     def _observe(self, op_id: str, df: DataFrame) -> DataFrame:

@@ -86,6 +86,7 @@ class StageClock:
         self._lock = threading.Lock()
         self._open = False  # an attempt runs and may be interrupted
         self._running: str | None = None  # the operator whose action runs now
+        self._cancellable = False  # whether its Spark jobs may be cancelled
         self._done: set[str] = set()  # operators whose actions this attempt finished
         self._interrupted = False
 
@@ -129,25 +130,51 @@ class StageClock:
     def _cancel_running(self, attempt: tuple[int, int]) -> None:
         """Cancels the running action's job group until the action ends: Spark cancels
         only jobs already submitted, and an action may submit one after another (or be
-        still analysing its query when the interrupt comes)."""
+        still analysing its query when the interrupt comes). Only while a keyed stage
+        routes its rows: once its instances run, cancelling would kill their Python
+        workers (the next attempt would start new ones, ~0.3 s each), so the attempt is
+        left to end; the key groups it commits are replayed by the next one."""
         while True:
             with self._lock:
                 if (self.epoch, self.attempt) != attempt or not self._open:
                     return  # the interrupted attempt has ended
                 group = None if self._running is None else self._group(self._running)
+                cancellable = self._cancellable
+            if group is not None and (not cancellable or self._instances_started(group)):
+                return
             if group is not None:
                 self._sc.cancelJobGroup(group)
             time.sleep(_CANCEL_EVERY_S)
 
+    def _instances_started(self, group: str) -> bool:
+        """Whether a job of ``group`` has written its shuffle: the stages before its last
+        (a keyed stage's instances) have no task left to run, or the last has begun. As
+        Spark's status tracker reports it, a little behind the tasks themselves."""
+        tracker = self._sc.statusTracker()
+        for job in tracker.getJobIdsForGroup(group):
+            info = tracker.getJobInfo(job)
+            found = [tracker.getStageInfo(s) for s in sorted(info.stageIds)] if info else []
+            stages = [s for s in found if s is not None]
+            if len(stages) < 2 or len(stages) < len(found):
+                continue
+            *routing, instances = stages
+            if instances.numActiveTasks or instances.numCompletedTasks or all(
+                s.numCompletedTasks >= s.numTasks for s in routing
+            ):
+                return True
+        return False
+
     @contextmanager
-    def action(self, op_id: str) -> Iterator[None]:
+    def action(self, op_id: str, cancellable: bool = False) -> Iterator[None]:
         """Runs the block's Spark jobs in the job group of ``op_id`` in the current epoch;
         raises EpochInterrupted instead of the block's result if the attempt was
-        interrupted before or while it ran."""
+        interrupted before or while it ran. An interrupt cancels the jobs of a
+        ``cancellable`` action (a keyed stage) until its instances start; any other action
+        runs to its end first."""
         with self._lock:
             if self._interrupted:
                 raise EpochInterrupted(f"epoch {self.epoch} interrupted before {op_id!r}")
-            self._running = op_id
+            self._running, self._cancellable = op_id, cancellable
         self._sc.setJobGroup(self._group(op_id), f"{self._prefix} epoch {self.epoch} {op_id}")
         try:
             yield

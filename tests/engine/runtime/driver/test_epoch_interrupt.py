@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from functools import partial
 from typing import Any
 
 import pytest
@@ -44,7 +45,7 @@ def test_an_interrupt_cancels_the_running_action_and_frees_the_cores(spark) -> N
 
     threading.Thread(target=interrupt_once_running).start()
     started = time.monotonic()
-    with pytest.raises(EpochInterrupted), clock.action("counts"):
+    with pytest.raises(EpochInterrupted), clock.action("counts", cancellable=True):
         # A minute of work on both cores if nothing stops it.
         spark.range(0, 10**11, numPartitions=2).selectExpr("sum(id % 7)").collect()
     assert answers == [True]
@@ -53,6 +54,48 @@ def test_an_interrupt_cancels_the_running_action_and_frees_the_cores(spark) -> N
     assert spark.range(0, 1000, numPartitions=2).count() == 1000
     assert time.monotonic() - freed < 10
     assert clock.running is None
+
+
+def _worker_pids(sleep_s: float, started: str | None, batches: Any) -> Any:
+    import os
+
+    import pyarrow as pa
+
+    for _ in batches:
+        pass
+    if started is not None:
+        open(started, "w").close()
+    time.sleep(sleep_s)
+    yield pa.RecordBatch.from_pydict({"pid": [os.getpid()]})
+
+
+def _pids_job(spark: Any, sleep_s: float = 0.0, started: str | None = None) -> Any:
+    """A keyed stage's shape: a shuffle, then Python instances (``sleep_s`` each; each
+    touches ``started`` once it has its input)."""
+    rows = spark.range(0, 1000, numPartitions=2).repartition(2)
+    return rows.mapInArrow(partial(_worker_pids, sleep_s, started), "pid long")
+
+
+def test_an_interrupt_leaves_running_instances_to_end_and_keeps_their_workers(
+    spark, tmp_path
+) -> None:
+    warm = {r.pid for r in _pids_job(spark).collect()}
+    clock = StageClock(spark, f"interrupt-{uuid.uuid4().hex[:6]}")
+    clock.begin(2, 0)
+    instances = tmp_path / "instances-started"
+    interrupted: list[float] = []
+
+    def interrupt_once_instances_run() -> None:
+        _until(instances.exists)
+        time.sleep(0.3)  # Spark's status tracker reports the stage's start a little later
+        interrupted.append(time.monotonic())
+        clock.interrupt("counts")
+
+    threading.Thread(target=interrupt_once_instances_run).start()
+    with pytest.raises(EpochInterrupted), clock.action("counts", cancellable=True):
+        _pids_job(spark, sleep_s=1.5, started=str(instances)).collect()
+    assert time.monotonic() - interrupted[0] >= 0.9  # not cancelled: the instances ended
+    assert {r.pid for r in _pids_job(spark).collect()} <= warm  # no worker was killed
 
 
 def test_an_interrupt_voids_only_an_attempt_that_has_not_passed_the_operator(spark) -> None:

@@ -150,11 +150,11 @@ def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
         "rescale_epochs_replayed": len(replayed),
         "rescale_epoch_whole_vs_same_parallelism": round(statistics.median(whole), 3),
         "state_bytes_copied": sum(int(a["state_bytes_copied"]) for a in acks),
-        "context": _noise(result, acks, durations, instances, steady),
+        "context": _noise(result, acks, durations, instances, steady, last_attempts),
     }
 
 
-def _noise(result, acks, durations, instances, steady) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def _noise(result, acks, durations, instances, steady, last_attempts) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     """How much single epochs vary on this machine, with and without a rescale."""
     applied = {a["applied_epoch"] for a in acks}
     steady_excess = sorted(
@@ -163,7 +163,6 @@ def _noise(result, acks, durations, instances, steady) -> dict[str, Any]:  # typ
         if e >= WARMUP - 2 and e not in applied
     )
     latencies = sorted(a["control_latency_ms"] for a in acks)
-    last_attempts = {m["epoch"]: m["last_attempt_ms"] for m in result["epochs"]}
     return {
         "pickup_ms_p50": round(_percentile(latencies, 50), 2),
         "pickup_ms_p99": round(_percentile(latencies, 99), 2),

@@ -386,3 +386,125 @@ def test_the_generator_source_rescales_like_any_operator(operator_client, live_r
     assert response.status_code == 202
     (message,) = _sent(live_run)
     assert message["kind"] == "rescale" and message["operator"] == "events"
+
+
+def _in_thread(work):
+    """Runs ``work`` on another thread, so on its own database connection; returns what it
+    returned or raised."""
+    import threading
+
+    from django.db import connection
+
+    outcome: dict[str, object] = {}
+
+    def target():
+        try:
+            outcome["value"] = work()
+        except Exception as error:  # noqa: BLE001 - handed back to the test
+            outcome["value"] = error
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(timeout=30)
+    return outcome["value"]
+
+
+def _lock_now(run_id: int) -> str:
+    from django.db import DatabaseError, transaction
+
+    from webapp.jobs.models import Run
+
+    try:
+        with transaction.atomic():
+            Run.objects.select_for_update(nowait=True).get(pk=run_id)
+    except DatabaseError:
+        return "locked"
+    return "free"
+
+
+def test_a_request_plans_before_it_locks_its_run(operator_client, live_run, monkeypatch):
+    """Planning can take seconds (a process's first expression check starts Spark's
+    parser); the driver's acknowledgements and live figures must not wait for it."""
+    from webapp import engine_gateway
+
+    plan, seen = engine_gateway.plan_rescale, []
+
+    def observed(*args, **kwargs):
+        seen.append(_in_thread(lambda: _lock_now(live_run.pk)))
+        return plan(*args, **kwargs)
+
+    monkeypatch.setattr(engine_gateway, "plan_rescale", observed)
+    body = {"kind": "rescale", "operator": "counts", "parallelism": 5, "reason": "x"}
+    assert _post(operator_client, live_run, body).status_code == 202
+    assert seen == ["free"]
+    assert [m["parallelism"] for m in _sent(live_run)] == ["5"]
+
+
+def test_an_epoch_is_recorded_while_a_request_holds_its_run(
+        operator_client, live_run, monkeypatch):
+    """The run's lock serializes requests and acknowledgements, not the driver's epochs:
+    their rows reference the run, and a key-share lock on it must not wait."""
+    from django.db import connection
+
+    from webapp.reconfigurations import services
+
+    record, recorded = services._record, []
+
+    def epoch_meanwhile():
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '3s'")
+        return run_epoch_record(run_id=live_run.pk, metrics=epoch_metrics(
+            11, counts_in=100.0, counts_capacity=1000.0))
+
+    def while_locked(*args, **kwargs):
+        recorded.append(_in_thread(epoch_meanwhile))
+        return record(*args, **kwargs)
+
+    monkeypatch.setattr(services, "_record", while_locked)
+    body = {"kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "x"}
+    assert _post(operator_client, live_run, body).status_code == 202
+    assert recorded == [True]
+
+
+def test_a_request_whose_run_changed_after_its_draft_plans_again(
+        operator_client, token_client, live_run, monkeypatch):
+    """A request drafted against a target that another request then changed builds on the
+    new target, as if it had come after it."""
+    from webapp import engine_gateway
+
+    plan, other = engine_gateway.plan_rescale, token_client("admin")
+    interleaved = []
+
+    def another_request_first(*args, **kwargs):
+        if not interleaved:
+            interleaved.append(True)
+            body = {"kind": "rescale", "operator": "views", "parallelism": 4, "reason": "b"}
+            assert _in_thread(lambda: _post(other, live_run, body).status_code) == 202
+        return plan(*args, **kwargs)
+
+    monkeypatch.setattr(engine_gateway, "plan_rescale", another_request_first)
+    body = {"kind": "rescale", "operator": "counts", "parallelism": 6, "reason": "a"}
+    assert _post(operator_client, live_run, body).status_code == 202
+    first, second = Reconfiguration.objects.order_by("pk")
+    assert (first.reason, second.reason) == ("b", "a")
+    assert second.plan_before == first.plan_after
+    live_run.refresh_from_db()
+    parallelism = {op["id"]: op.get("parallelism", 1) for op in live_run.target_dag["operators"]}
+    assert (parallelism["views"], parallelism["counts"]) == (4, 6)
+
+
+def test_the_server_starts_the_expression_parser_before_its_first_request():
+    """A server prepared at start (``webapp.asgi``) has the parser running in the background,
+    so its first rescale does not start it."""
+    from engine.dag.expressions import set_expression_parser
+    from webapp import engine_gateway
+
+    parsed = []
+    set_expression_parser(lambda text: parsed.append(text) or ())
+    try:
+        engine_gateway.prepare().join(timeout=60)
+    finally:
+        set_expression_parser(None)
+    assert parsed == ["1"]

@@ -8,6 +8,7 @@ builds on the plan the previous ones asked for, and the control channel delivers
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,8 +41,11 @@ def reconfiguration_request(
     """Record and deliver a reconfiguration; returns it and whether it is new (a repeated
     `request_id` returns the first one unchanged)."""
     request = parse_request(body)
+    draft = _draft(run_id, request)
     with transaction.atomic():
-        run = Run.objects.select_for_update().select_related("job").filter(pk=run_id).first()
+        # NO KEY UPDATE: the driver's epoch rows, which reference the run, do not wait for it.
+        run = (Run.objects.select_for_update(no_key=True).select_related("job")
+               .filter(pk=run_id).first())
         if run is None:
             raise NotFound(f"there is no run {run_id}")
         existing = run.reconfigurations.filter(request_id=request.request_id).first()
@@ -53,19 +57,52 @@ def reconfiguration_request(
                     problems=[{"where": "field request_id",
                                "message": "already used with a different body"}])
             return existing, False
-        after, commands = _checked_plan(run, request)
+        if draft is not None and draft.base == run.target_dag:
+            _check_live(run)
+            after, commands = draft.after, draft.commands
+        else:  # the target moved since the draft (or the draft was refused): plan again
+            after, commands = _checked_plan(run, request)
         reconfiguration = _record(run, request, after, commands, actor, trigger)
         run.target_dag = after
         run.save(update_fields=["target_dag"])
     return reconfiguration, True
 
 
+@dataclass(frozen=True)
+class _Draft:
+    """A request's plan made against ``base``, the run's target when it was made."""
+
+    base: dict
+    after: dict
+    commands: list[dict[str, str]]
+
+
+def _draft(run_id: int, request: ReconfigurationRequest) -> _Draft | None:
+    """The request's plan against the run's target as it is now, made before the run is
+    locked: planning can take seconds (a process's first expression check starts Spark's
+    parser), and while the lock is held the driver's acknowledgements and the run's live
+    figures wait for it. None when it cannot be made now: the locked request plans again,
+    and refuses with the reason."""
+    run = Run.objects.select_related("job").filter(pk=run_id).first()
+    if run is None or run.status not in RECONFIGURABLE:
+        return None
+    try:
+        after, commands = _plan(run, request)
+    except ServiceError:
+        return None
+    return _Draft(base=run.target_dag, after=after, commands=commands)
+
+
 def _checked_plan(run: Run, request: ReconfigurationRequest) -> tuple[dict, list[dict[str, str]]]:
     """Every check a request passes before it is recorded, and its plan: the preview runs
     exactly these, so what it shows is what applying would do."""
+    _check_live(run)
+    return _plan(run, request)
+
+
+def _check_live(run: Run) -> None:
     if run.status not in RECONFIGURABLE:
         raise Conflict(f"run {run.pk} is {run.status}: only a live run can be reconfigured")
-    return _plan(run, request)
 
 
 def _plan(run: Run, request: ReconfigurationRequest) -> tuple[dict, list[dict[str, str]]]:
@@ -172,7 +209,7 @@ def reconfiguration_acknowledge(*, run_id: int, ack: dict[str, Any]) -> Reconfig
     request_id = str(ack.get("request_id", ""))
     base = request_id.rsplit(".", 1)[0] if "." in request_id else request_id
     with transaction.atomic():
-        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        run = Run.objects.select_for_update(no_key=True).filter(pk=run_id).first()
         reconfiguration = (
             Reconfiguration.objects.select_for_update()
             .filter(run_id=run_id, request_id__in={request_id, base}).first()

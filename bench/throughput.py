@@ -32,7 +32,9 @@ def run_vsn(spark: Any, rows_per_batch: int, epochs: int, parallelism: int) -> l
     metrics' ``batch_duration_ms`` leaves out Spark's offset and commit logs)."""
     publisher = CollectingPublisher()
     with tempfile.TemporaryDirectory(prefix="bench-vsn-") as checkpoint:
-        job = window_count_job(generator_source(rows_per_batch), parallelism, "bench_throughput")
+        # The events made by as many tasks as the baseline's source reads them in.
+        source = generator_source(rows_per_batch, parallelism=spark.sparkContext.defaultParallelism)
+        job = window_count_job(source, parallelism, "bench_throughput")
         run = start_run(
             job,
             checkpoint=checkpoint,

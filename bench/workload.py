@@ -14,12 +14,14 @@ WINDOW = "10 seconds"
 WATERMARK = "2 seconds"
 
 
-def generator_source(rows_per_batch: int, keys: int = KEYS) -> dict[str, Any]:
-    """The generator as the job's ``events`` operator: one epoch carries one second of
-    event time, so windows close as epochs advance."""
+def generator_source(rows_per_batch: int, keys: int = KEYS, parallelism: int = 1) -> dict[str, Any]:
+    """The generator as the job's ``events`` operator, its rows made by ``parallelism``
+    tasks: one epoch carries one second of event time, so windows close as epochs
+    advance."""
     return {
         "id": "events",
         "type": "source.generator",
+        "parallelism": parallelism,
         "params": {"rows_per_second": rows_per_batch, "keys": keys},
     }
 

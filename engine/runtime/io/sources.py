@@ -114,7 +114,8 @@ def generator_rows(
     source's parallelism). The range comes from the epoch's logged plan, so a replay
     regenerates identical rows."""
     ids = spark.range(first, end, numPartitions=max(1, partitions))
-    return ids.withColumnRenamed("id", "value").select(*generator_columns(spec))
+    # One projection on the range: each DataFrame step costs the driver an analysis.
+    return ids.select(*generator_columns(spec, id_column="id"))
 
 
 def rate_rows(

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 Frame = Union[DataFrame, pa.Table]  # noqa: UP007  # a runtime alias, not an annotation
 
@@ -29,12 +30,13 @@ def to_arrow(frame: Frame) -> pa.Table:
     return frame if isinstance(frame, pa.Table) else frame.toArrow()
 
 
-def empty_like(df: DataFrame) -> pa.Table:
-    """No rows, with the Arrow schema ``df.toArrow()`` would give (no Spark job)."""
+def empty_of(spark: SparkSession, struct: T.StructType) -> pa.Table:
+    """No rows, with the Arrow schema ``toArrow()`` gives a DataFrame of schema ``struct``
+    (no Spark job, no analysis of a plan)."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    large = df.sparkSession.conf.get("spark.sql.execution.arrow.useLargeVarTypes") == "true"
-    schema = to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True,
+    large = spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes") == "true"
+    schema = to_arrow_schema(struct, error_on_duplicated_field_names_in_struct=True,
                              timezone="UTC", prefers_large_types=large)
     return schema.empty_table()
 

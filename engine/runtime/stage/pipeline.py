@@ -31,7 +31,7 @@ from engine.runtime.spark.frames import (
     Frame,
     QuantilesRead,
     columns_of,
-    empty_like,
+    empty_of,
     observe_time_quantiles,
     observed,
     to_spark,
@@ -222,8 +222,8 @@ class EpochPipeline:
         if result.rows_out[op_id] == 0:
             # The instances emitted nothing (their reports count replayed rows too): what
             # follows gets no rows without a Spark job to find that out.
-            return empty_like(stage.rows)
-        return stage.rows
+            return empty_of(stage.cached.sparkSession, stage.schema)
+        return stage.rows()
 
     @contextmanager
     def _action(self, op_id: str, cancellable: bool = False) -> Iterator[None]:

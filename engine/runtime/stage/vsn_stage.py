@@ -36,12 +36,21 @@ _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 @dataclass(frozen=True)
 class StageResult:
-    """The stage's emitted rows (window bounds as timestamps) and instance reports;
-    ``cached`` is the instances' output, to unpersist once the epoch is done."""
+    """The instance reports and ``cached``, the instances' output (emitted rows and
+    reports, cached on the executors: to unpersist once the epoch is done). The emitted
+    rows, with window bounds as timestamps, are ``rows()``, of schema ``schema``: built
+    only for an epoch that emitted some, since each DataFrame step costs the driver an
+    analysis of the plan."""
 
-    rows: DataFrame
-    reports: list[dict[str, Any]]
     cached: DataFrame
+    reports: list[dict[str, Any]]
+    schema: T.StructType
+    timestamps: bool = False
+
+    def rows(self) -> DataFrame:
+        """The emitted rows as a DataFrame read from the cached output."""
+        rows = self.cached.where(F.col(REPORT).isNull()).drop(REPORT)
+        return _with_timestamps(rows) if self.timestamps else rows
 
 
 @dataclass(frozen=True)
@@ -116,7 +125,12 @@ def run_window_stage(spec: WindowSpec, df: DataFrame, at: StageEpoch) -> StageRe
     rows = stage_input(spec, df, at.key_groups)
     state_schema = window_state_schema(spec, _arrow_schema(rows, rows.schema))
     stage = _run_stage(spec, rows, output_struct(spec, rows), at, state_schema)
-    return replace(stage, rows=_with_timestamps(stage.rows))
+    bounds = {WINDOW_START, WINDOW_END}
+    schema = T.StructType([
+        T.StructField(f.name, T.TimestampType(), True) if f.name in bounds else f
+        for f in stage.schema.fields
+    ])
+    return replace(stage, schema=schema, timestamps=True)
 
 
 def run_dedupe_stage(spec: DedupeSpec, df: DataFrame, at: StageEpoch) -> StageResult:
@@ -197,23 +211,22 @@ def _run_stage(
         spec, at.store, at.epoch, at.watermark_us, at.owners, _arrow_schema(rows, struct),
         state_schema,
     )
-    emitted, reports, cached = _run_instances(rows, task, struct, at.parallelism)
-    return StageResult(rows=emitted, reports=reports, cached=cached)
+    cached, reports = _run_instances(rows, task, struct, at.parallelism)
+    emitted = T.StructType([f for f in struct.fields if f.name != REPORT])
+    return StageResult(cached=cached, reports=reports, schema=emitted)
 
 
 def _run_instances(
     rows: DataFrame, task: EpochTask, struct: T.StructType, parallelism: int
-) -> tuple[DataFrame, list[dict[str, Any]], DataFrame]:
+) -> tuple[DataFrame, list[dict[str, Any]]]:
     """Routes the rows to their instances, runs them once (their output cached on the
     executors) and collects only their reports. The instance is computed by the shuffle
     itself (``owners[kg]``), so it does not travel with the rows."""
     routed = rows.repartitionById(parallelism, instance_column(task.owners))
     output = routed.mapInArrow(partial(run_instance, task), struct)
     output = output.persist(StorageLevel.MEMORY_AND_DISK)
-    is_report = F.col(REPORT).isNotNull()
-    collected = output.where(is_report).select(REPORT).collect()
-    reports = [json.loads(row[REPORT]) for row in collected]
-    return output.where(~is_report).drop(REPORT), reports, output
+    collected = output.where(F.col(REPORT).isNotNull()).select(REPORT).collect()
+    return output, [json.loads(row[REPORT]) for row in collected]
 
 
 def _with_timestamps(rows: DataFrame) -> DataFrame:

@@ -20,3 +20,10 @@ class NotFound(ServiceError):
 
 class Conflict(ServiceError):
     status = 409
+
+
+class Busy(ServiceError):
+    """What the request needs is held by other work for longer than it waits; the message
+    says to try again (the API adds ``Retry-After``)."""
+
+    status = 503

@@ -508,3 +508,38 @@ def test_the_server_starts_the_expression_parser_before_its_first_request():
     finally:
         set_expression_parser(None)
     assert len(parsed) == 1 and "CASE WHEN" in parsed[0]
+
+
+def test_a_request_answers_busy_when_its_run_stays_locked(operator_client, live_run, monkeypatch):
+    """A request waits a bounded time for its run: past it, a 503 with Retry-After that
+    says why, and nothing recorded or sent."""
+    import threading
+
+    from django.db import transaction
+
+    from webapp.jobs.models import Run
+    from webapp.reconfigurations import services
+
+    monkeypatch.setattr(services, "RUN_LOCK_WAIT_MS", 300)
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with transaction.atomic():
+            Run.objects.select_for_update().get(pk=live_run.pk)
+            held.set()
+            release.wait(timeout=10)
+
+    holder = threading.Thread(target=lambda: _in_thread(hold))
+    holder.start()
+    try:
+        assert held.wait(timeout=10)
+        body = {"kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "x"}
+        response = _post(operator_client, live_run, body)
+    finally:
+        release.set()
+        holder.join(timeout=10)
+    assert response.status_code == 503, response.content
+    assert f"run {live_run.pk} is busy" in response.json()["error"]
+    assert response["Retry-After"]
+    assert Reconfiguration.objects.count() == 0 and _sent(live_run) == []
+    assert _post(operator_client, live_run, body).status_code == 202  # free again

@@ -76,7 +76,7 @@ def run_stop_view(request: HttpRequest, id: PathId, body: OptionalRunStop = None
 
 
 @router.post("/runs/{id:id}/reconfigurations",
-             response=answers(202, ReconfigurationAcceptedOut, 400, 404, 409, 413),
+             response=answers(202, ReconfigurationAcceptedOut, 400, 404, 409, 413, 503),
              summary="request a reconfiguration; a repeated request_id is answered with the "
                      "first one", auth=requires(Permission.OPERATE_RUNS))
 def reconfigure(request: HttpRequest, id: PathId, body: ReconfigurationBody):

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
+from psycopg2 import errorcodes
 
 from webapp import engine_gateway
 from webapp.audit.services import audit_record
 from webapp.dependencies import REDIS_DOWN, redis_down
-from webapp.errors import Conflict, NotFound, ServiceError
+from webapp.errors import Busy, Conflict, NotFound, ServiceError
 from webapp.jobs.models import (
     Reconfiguration,
     ReconfigurationKind,
@@ -32,6 +33,9 @@ from webapp.reconfigurations import figures
 from webapp.reconfigurations.requests import ReconfigurationRequest, parse_request
 
 OPEN = (ReconfigurationStatus.REQUESTED, ReconfigurationStatus.PENDING)
+# A request's wait for its run's lock, which requests and acknowledgements hold for
+# milliseconds (their planning is done before it is taken).
+RUN_LOCK_WAIT_MS = 5000
 RECONFIGURABLE = (RunStatus.STARTING, RunStatus.RUNNING, RunStatus.RECOVERING)
 
 
@@ -43,9 +47,7 @@ def reconfiguration_request(
     request = parse_request(body)
     draft = _draft(run_id, request)
     with transaction.atomic():
-        # NO KEY UPDATE: the driver's epoch rows, which reference the run, do not wait for it.
-        run = (Run.objects.select_for_update(no_key=True).select_related("job")
-               .filter(pk=run_id).first())
+        run = _locked_run(run_id)
         if run is None:
             raise NotFound(f"there is no run {run_id}")
         existing = run.reconfigurations.filter(request_id=request.request_id).first()
@@ -66,6 +68,23 @@ def reconfiguration_request(
         run.target_dag = after
         run.save(update_fields=["target_dag"])
     return reconfiguration, True
+
+
+def _locked_run(run_id: int) -> Run | None:
+    """The run, locked until the transaction ends, which serializes the run's requests and
+    acknowledgements. NO KEY UPDATE: the driver's epoch rows, which reference the run, do not
+    wait for it. A lock held longer than ``RUN_LOCK_WAIT_MS`` answers that the run is busy
+    rather than queueing the request without end."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL lock_timeout = {int(RUN_LOCK_WAIT_MS)}")
+    try:
+        return (Run.objects.select_for_update(no_key=True).select_related("job")
+                .filter(pk=run_id).first())
+    except OperationalError as error:
+        if getattr(error.__cause__, "pgcode", None) != errorcodes.LOCK_NOT_AVAILABLE:
+            raise
+        raise Busy(f"run {run_id} is busy: other work has held it for more than "
+                   f"{RUN_LOCK_WAIT_MS / 1000:g} s; try again shortly") from None
 
 
 @dataclass(frozen=True)

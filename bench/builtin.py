@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -13,6 +17,27 @@ from bench.workload import KEYS, WATERMARK, WINDOW
 from engine.runtime.io.sources import GeneratorSpec, read_generator
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+@contextmanager
+def builtin_checkpoint(prefix: str) -> Iterator[str]:
+    """A scratch checkpoint folder for Spark's own queries, removed afterwards. Spark's
+    state store maintenance can still write a snapshot into it just after its query stopped
+    (a removal then failed with "Directory not empty"), so the removal is tried again."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield folder
+    finally:
+        for attempt in range(10):
+            try:
+                shutil.rmtree(folder)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                if attempt == 9:
+                    raise
+                time.sleep(0.5)
 
 
 def use_rocksdb(spark: SparkSession, enabled: bool) -> None:

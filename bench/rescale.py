@@ -40,7 +40,7 @@ import time
 import uuid
 from typing import Any
 
-from bench.builtin import start_builtin, use_rocksdb
+from bench.builtin import builtin_checkpoint, start_builtin, use_rocksdb
 from bench.workload import KEYS, WINDOW, generator_source, window_count_job
 from engine.runtime.api import request_reconfiguration, start_run
 from engine.runtime.control.channel import RedisControlChannel
@@ -199,7 +199,7 @@ def run_restarts(
     use_rocksdb(spark, True)
     samples: list[float] = []
     exactly_once = True
-    with tempfile.TemporaryDirectory(prefix="bench-restart-") as checkpoint:
+    with builtin_checkpoint("bench-restart-") as checkpoint:
         query = start_builtin(spark, rows_per_batch, checkpoint, start_ms, keys, window=window)
         for partitions in RESTARTS:
             _await_batches(query, warmup)

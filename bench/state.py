@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from bench.builtin import progress_ms, use_rocksdb
+from bench.builtin import builtin_checkpoint, progress_ms, use_rocksdb
 from bench.workload import window_count_job
 from engine.runtime.api import start_run
 from engine.runtime.driver.metrics import CollectingPublisher
@@ -135,7 +135,7 @@ def run_builtin(spark: SparkSession, source: Input, label: str) -> list[float]:
     """Spark's own windowed count with the RocksDB store over ``source``."""
     use_rocksdb(spark, True)
     try:
-        with tempfile.TemporaryDirectory(prefix="bench-state-spark-") as checkpoint:
+        with builtin_checkpoint("bench-state-spark-") as checkpoint:
             schema = ", ".join(f"{name} {kind}" for name, kind in SCHEMA.items())
             counts = (
                 spark.readStream.format("parquet")

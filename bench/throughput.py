@@ -15,7 +15,7 @@ import tempfile
 import time
 from typing import Any
 
-from bench.builtin import progress_ms, run_builtin
+from bench.builtin import builtin_checkpoint, progress_ms, run_builtin
 from bench.rounds import alternating_rounds, side_by_side
 from bench.workload import generator_source, window_count_job
 from engine.runtime.api import start_run
@@ -59,7 +59,7 @@ def measure(
     spark = build_session(app_name="bench-throughput")
 
     def builtin() -> list[float]:
-        with tempfile.TemporaryDirectory(prefix="bench-builtin-") as checkpoint:
+        with builtin_checkpoint("bench-builtin-") as checkpoint:
             progress = run_builtin(
                 spark, rows_per_batch, epochs, checkpoint, int(time.time() * 1000)
             )

@@ -38,19 +38,31 @@ _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 class StageResult:
     """The instance reports and ``cached``, the instances' output (emitted rows and
     reports, cached on the executors: to unpersist once the epoch is done). The emitted
-    rows, with window bounds as timestamps, are ``rows()``, of schema ``schema``: built
-    only for an epoch that emitted some, since each DataFrame step costs the driver an
-    analysis of the plan."""
+    rows are ``rows()``, of schema ``schema``, with the ``timestamps`` columns (micros in
+    the instances' output: a window's bounds) as timestamps; built only for an epoch that
+    emitted some, since each DataFrame step costs the driver an analysis of the plan."""
 
     cached: DataFrame
     reports: list[dict[str, Any]]
-    schema: T.StructType
-    timestamps: bool = False
+    emitted: T.StructType
+    """The emitted rows' columns as the instances write them."""
+    timestamps: tuple[str, ...] = ()
+
+    @property
+    def schema(self) -> T.StructType:
+        """The schema of ``rows()``, known without Spark."""
+        return T.StructType([
+            T.StructField(f.name, T.TimestampType(), True) if f.name in self.timestamps else f
+            for f in self.emitted.fields
+        ])
 
     def rows(self) -> DataFrame:
         """The emitted rows as a DataFrame read from the cached output."""
         rows = self.cached.where(F.col(REPORT).isNull()).drop(REPORT)
-        return _with_timestamps(rows) if self.timestamps else rows
+        if not self.timestamps:
+            return rows
+        return rows.withColumns(
+            {name: F.timestamp_micros(F.col(name)) for name in self.timestamps})
 
 
 @dataclass(frozen=True)
@@ -125,12 +137,7 @@ def run_window_stage(spec: WindowSpec, df: DataFrame, at: StageEpoch) -> StageRe
     rows = stage_input(spec, df, at.key_groups)
     state_schema = window_state_schema(spec, _arrow_schema(rows, rows.schema))
     stage = _run_stage(spec, rows, output_struct(spec, rows), at, state_schema)
-    bounds = {WINDOW_START, WINDOW_END}
-    schema = T.StructType([
-        T.StructField(f.name, T.TimestampType(), True) if f.name in bounds else f
-        for f in stage.schema.fields
-    ])
-    return replace(stage, schema=schema, timestamps=True)
+    return replace(stage, timestamps=(WINDOW_START, WINDOW_END))
 
 
 def run_dedupe_stage(spec: DedupeSpec, df: DataFrame, at: StageEpoch) -> StageResult:
@@ -213,7 +220,7 @@ def _run_stage(
     )
     cached, reports = _run_instances(rows, task, struct, at.parallelism)
     emitted = T.StructType([f for f in struct.fields if f.name != REPORT])
-    return StageResult(cached=cached, reports=reports, schema=emitted)
+    return StageResult(cached=cached, reports=reports, emitted=emitted)
 
 
 def _run_instances(
@@ -227,9 +234,3 @@ def _run_instances(
     output = output.persist(StorageLevel.MEMORY_AND_DISK)
     collected = output.where(F.col(REPORT).isNotNull()).select(REPORT).collect()
     return output, [json.loads(row[REPORT]) for row in collected]
-
-
-def _with_timestamps(rows: DataFrame) -> DataFrame:
-    return rows.withColumns(
-        {name: F.timestamp_micros(F.col(name)) for name in (WINDOW_START, WINDOW_END)}
-    )

@@ -32,7 +32,9 @@ if _prepare:
     from webapp import engine_gateway  # noqa: E402
 
     get_resolver().url_patterns  # noqa: B018  # imports every view module
-    engine_gateway.prepare()
+    # The parser's start loads Spark's Python side (~55k objects), which also lives as long
+    # as the server: frozen too once it is loaded (see below).
+    engine_gateway.prepare(then=gc.freeze)
 
 application = ProtocolTypeRouter(
     {

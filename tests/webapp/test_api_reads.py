@@ -145,3 +145,31 @@ def test_the_run_read_in_one_query_answers_as_the_whole_run_does(live_run):
     whole = selectors.run_as_json(selectors.run_get(run_id=live_run.pk))
     assert selectors.run_as_json(selectors.run_answer_get(run_id=live_run.pk)) == whole
     assert whole["version"] == 1 and whole["parallelism"]["counts"] == 2
+
+
+_SERVER_START = """
+import gc, os, threading
+os.environ["STREAMSCALE_WEB_PREPARE_AT_START"] = "1"
+import webapp.asgi
+for thread in threading.enumerate():
+    if thread.name == "expression-parser-start":
+        thread.join(timeout=120)
+print(len(gc.get_objects()), gc.get_freeze_count())
+"""
+
+
+@pytest.mark.spark
+def test_a_prepared_server_leaves_its_start_out_of_every_collection():
+    """What a web server loads at start, Spark's parser included (started in the background),
+    is frozen out of the collector: a full collection walks only what requests made since,
+    instead of stopping every request thread of the process for tens of milliseconds."""
+    import subprocess
+    import sys
+
+    from tests.webapp.support import ROOT, child_env
+
+    done = subprocess.run([sys.executable, "-c", _SERVER_START], cwd=ROOT, env=child_env(),
+                          capture_output=True, text=True, timeout=180, check=True)
+    tracked, frozen = map(int, done.stdout.split()[-2:])
+    assert frozen > 150_000  # the server's modules and Spark's Python side
+    assert tracked < 2_000, f"{tracked} objects left to the collector after the start"

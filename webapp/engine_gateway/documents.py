@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from engine.dag import max_parallelism, parse_job_graph, pinned_reason, state_kind_of
@@ -18,29 +19,32 @@ from webapp.errors import ServiceError
 logger = logging.getLogger(__name__)
 
 
-def prepare() -> threading.Thread:
+def prepare(*, then: Callable[[], None] | None = None) -> threading.Thread:
     """Imports the engine modules that requests import on first use, and starts Spark's
     expression parser in the background (its JVM takes seconds to start, more on a loaded
     machine), so that a server's first requests do not pay for them: a request that checks
     a job's expressions, a rescale among them, would otherwise wait for the parser while it
-    holds its run's lock. Returns the parser's start-up thread."""
+    holds its run's lock. ``then`` is called once the parser has started (or could not).
+    Returns the parser's start-up thread."""
     import engine.dag  # noqa: F401
     import engine.policies.autoscale  # noqa: F401
     import engine.runtime.control.channel  # noqa: F401
     import engine.runtime.control.commands  # noqa: F401
     import engine.runtime.control.run_config  # noqa: F401
 
-    starting = threading.Thread(target=_start_parser, name="expression-parser-start",
-                                daemon=True)
+    starting = threading.Thread(target=_start_parser, args=(then,),
+                                name="expression-parser-start", daemon=True)
     starting.start()
     return starting
 
 
-def _start_parser() -> None:
+def _start_parser(then: Callable[[], None] | None) -> None:
     try:
         warm_up_parser()
     except ExpressionParserUnavailable as error:  # the first check that needs it says so
         logger.warning("%s", error)
+    if then is not None:
+        then()
 
 
 def dag_shown(document: Any) -> Any:

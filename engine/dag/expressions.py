@@ -48,12 +48,14 @@ class ExpressionParserUnavailable(EngineError):
 Parser = Callable[[str], tuple[ExpressionNode, ...]]
 
 _parser: Parser | None = None
+_warm = False
 
 
 def set_expression_parser(parser: Parser | None) -> None:
     """Use another parser (None: Spark's, loaded on first use)."""
-    global _parser
+    global _parser, _warm
     _parser = parser
+    _warm = False
     _parsed.cache_clear()
 
 
@@ -74,10 +76,18 @@ _WARM_UP_EXPRESSION = (
 )
 
 
+
 def warm_up_parser() -> None:
     """Start the parser now (its JVM takes a few seconds the first time in a process, and
     its first trees of each kind more)."""
-    _parsed(_WARM_UP_EXPRESSION)
+    global _warm
+    _warm = isinstance(_parsed(_WARM_UP_EXPRESSION), tuple)
+
+
+def parser_warm() -> bool:
+    """Whether ``warm_up_parser`` has run here: an expression then takes ~5 ms to check the
+    first time and nothing after (cached), unless it has a shape the warm-up lacked."""
+    return _warm
 
 
 @lru_cache(maxsize=4096)

@@ -424,22 +424,36 @@ def _lock_now(run_id: int) -> str:
     return "free"
 
 
-def test_a_request_plans_before_it_locks_its_run(operator_client, live_run, monkeypatch):
-    """Planning can take seconds (a process's first expression check starts Spark's
-    parser); the driver's acknowledgements and live figures must not wait for it."""
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_request_plans_before_it_locks_its_run_unless_its_plan_is_quick(
+        operator_client, live_run, monkeypatch, warm):
+    """Planning can take seconds (an expression check may start Spark's parser, or load more
+    of it); the driver's acknowledgements and live figures must not wait for it. A logic
+    change brings expressions of its own: always planned before the lock. A rescale checks
+    only the target's: once the parser is warm that is quick, and it plans under the lock,
+    saving the request a read of its run."""
     from webapp import engine_gateway
 
-    plan, seen = engine_gateway.plan_rescale, []
+    seen: list[tuple[str, str]] = []
 
-    def observed(*args, **kwargs):
-        seen.append(_in_thread(lambda: _lock_now(live_run.pk)))
-        return plan(*args, **kwargs)
+    def observed(kind, plan):
+        def planned(*args, **kwargs):
+            seen.append((kind, _in_thread(lambda: _lock_now(live_run.pk))))
+            return plan(*args, **kwargs)
+        return planned
 
-    monkeypatch.setattr(engine_gateway, "plan_rescale", observed)
-    body = {"kind": "rescale", "operator": "counts", "parallelism": 5, "reason": "x"}
-    assert _post(operator_client, live_run, body).status_code == 202
-    assert seen == ["free"]
-    assert [m["parallelism"] for m in _sent(live_run)] == ["5"]
+    monkeypatch.setattr(engine_gateway, "parser_warm", lambda: warm)
+    monkeypatch.setattr(engine_gateway, "plan_logic",
+                        observed("logic", engine_gateway.plan_logic))
+    monkeypatch.setattr(engine_gateway, "plan_rescale",
+                        observed("rescale", engine_gateway.plan_rescale))
+    params = dict(live_run.target_dag["operators"][2]["params"], watermark="30 seconds")
+    logic = {"kind": "logic", "operator": "counts", "params": params, "reason": "x"}
+    assert _post(operator_client, live_run, logic).status_code == 202
+    rescale = {"kind": "rescale", "operator": "counts", "parallelism": 5, "reason": "x"}
+    assert _post(operator_client, live_run, rescale).status_code == 202
+    assert seen == [("logic", "free"), ("rescale", "locked" if warm else "free")]
+    assert [m["kind"] for m in _sent(live_run)] == ["logic", "rescale"]
 
 
 def test_an_epoch_is_recorded_while_a_request_holds_its_run(
@@ -474,7 +488,7 @@ def test_a_request_whose_run_changed_after_its_draft_plans_again(
     new target, as if it had come after it."""
     from webapp import engine_gateway
 
-    plan, other = engine_gateway.plan_rescale, token_client("admin")
+    plan, other = engine_gateway.plan_logic, token_client("admin")
     interleaved = []
 
     def another_request_first(*args, **kwargs):
@@ -484,15 +498,17 @@ def test_a_request_whose_run_changed_after_its_draft_plans_again(
             assert _in_thread(lambda: _post(other, live_run, body).status_code) == 202
         return plan(*args, **kwargs)
 
-    monkeypatch.setattr(engine_gateway, "plan_rescale", another_request_first)
-    body = {"kind": "rescale", "operator": "counts", "parallelism": 6, "reason": "a"}
+    monkeypatch.setattr(engine_gateway, "plan_logic", another_request_first)
+    params = dict(live_run.target_dag["operators"][2]["params"], watermark="30 seconds")
+    body = {"kind": "logic", "operator": "counts", "params": params, "reason": "a"}
     assert _post(operator_client, live_run, body).status_code == 202
     first, second = Reconfiguration.objects.order_by("pk")
     assert (first.reason, second.reason) == ("b", "a")
     assert second.plan_before == first.plan_after
     live_run.refresh_from_db()
-    parallelism = {op["id"]: op.get("parallelism", 1) for op in live_run.target_dag["operators"]}
-    assert (parallelism["views"], parallelism["counts"]) == (4, 6)
+    operators = {op["id"]: op for op in live_run.target_dag["operators"]}
+    assert operators["views"]["parallelism"] == 4
+    assert operators["counts"]["params"]["watermark"] == "30 seconds"
 
 
 def test_the_server_starts_the_expression_parser_before_its_first_request():
@@ -504,10 +520,13 @@ def test_the_server_starts_the_expression_parser_before_its_first_request():
     parsed = []
     set_expression_parser(lambda text: parsed.append(text) or ())
     try:
+        assert not engine_gateway.parser_warm()
         engine_gateway.prepare().join(timeout=60)
+        assert engine_gateway.parser_warm()
     finally:
         set_expression_parser(None)
     assert len(parsed) == 1 and "CASE WHEN" in parsed[0]
+    assert not engine_gateway.parser_warm()  # another parser starts cold
 
 
 def test_a_request_answers_busy_when_its_run_stays_locked(operator_client, live_run, monkeypatch):

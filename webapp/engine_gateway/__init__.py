@@ -20,6 +20,7 @@ from webapp.engine_gateway.documents import (
     dag_with_secrets,
     document_limits,
     operator_catalog,
+    parser_warm,
     prepare,
 )
 from webapp.engine_gateway.plans import (
@@ -67,6 +68,7 @@ __all__ = [
     "document_limits",
     "load_decide",
     "operator_catalog",
+    "parser_warm",
     "plan_acknowledged",
     "plan_check_rebalance",
     "plan_diff",

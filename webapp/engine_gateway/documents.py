@@ -10,7 +10,11 @@ from typing import Any
 
 from engine.dag import max_parallelism, parse_job_graph, pinned_reason, state_kind_of
 from engine.dag.document import document_in_order
-from engine.dag.expressions import ExpressionParserUnavailable, warm_up_parser
+from engine.dag.expressions import (  # noqa: F401 - parser_warm: re-exported
+    ExpressionParserUnavailable,
+    parser_warm,
+    warm_up_parser,
+)
 from engine.dag.secrets import masked_document, unmasked_document
 from engine.errors import DagValidationError
 from engine.planner import plan_job

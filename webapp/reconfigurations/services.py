@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import OperationalError, connection, transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 from psycopg2 import errorcodes
 
@@ -33,6 +34,13 @@ from webapp.reconfigurations import figures
 from webapp.reconfigurations.requests import ReconfigurationRequest, parse_request
 
 OPEN = (ReconfigurationStatus.REQUESTED, ReconfigurationStatus.PENDING)
+# The kinds whose plan brings expressions of its own (a logic change's, a rollback target's):
+# planned before the run is locked, since checking an expression of a new shape can load more
+# of Spark's parser (seconds). The others check only the expressions of the run's target,
+# checked when it became the target: once the parser has started and warmed up
+# (``engine_gateway.parser_warm``), each takes a few milliseconds the first time in a process
+# and nothing after (cached), so these kinds plan under the lock, saving a read of the run.
+PLANNED_BEFORE_LOCK = (ReconfigurationKind.LOGIC, ReconfigurationKind.ROLLBACK)
 # A request's wait for its run's lock, which requests and acknowledgements hold for
 # milliseconds (their planning is done before it is taken).
 RUN_LOCK_WAIT_MS = 5000
@@ -45,13 +53,14 @@ def reconfiguration_request(
     """Record and deliver a reconfiguration; returns it and whether it is new (a repeated
     `request_id` returns the first one unchanged)."""
     request = parse_request(body)
-    draft = _draft(run_id, request)
+    quick = request.kind not in PLANNED_BEFORE_LOCK and engine_gateway.parser_warm()
+    draft = None if quick else _draft(run_id, request)
     with transaction.atomic():
-        run = _locked_run(run_id)
+        run = _locked_run(run_id, request.request_id)
         if run is None:
             raise NotFound(f"there is no run {run_id}")
-        existing = run.reconfigurations.filter(request_id=request.request_id).first()
-        if existing is not None:
+        if run.request_id_taken_by is not None:
+            existing = Reconfiguration.objects.get(pk=run.request_id_taken_by)
             if existing.request != request.as_json():
                 raise Conflict(
                     f"request_id {request.request_id!r} was already used for another request "
@@ -62,7 +71,7 @@ def reconfiguration_request(
         if draft is not None and draft.base == run.target_dag:
             _check_live(run)
             after, commands = draft.after, draft.commands
-        else:  # the target moved since the draft (or the draft was refused): plan again
+        else:  # no draft, or the target moved since it (or it was refused): plan now
             after, commands = _checked_plan(run, request)
         reconfiguration = _record(run, request, after, commands, actor, trigger)
         run.target_dag = after
@@ -70,15 +79,18 @@ def reconfiguration_request(
     return reconfiguration, True
 
 
-def _locked_run(run_id: int) -> Run | None:
+def _locked_run(run_id: int, request_id: str) -> Run | None:
     """The run, locked until the transaction ends, which serializes the run's requests and
     acknowledgements. NO KEY UPDATE: the driver's epoch rows, which reference the run, do not
     wait for it. A lock held longer than ``RUN_LOCK_WAIT_MS`` answers that the run is busy
-    rather than queueing the request without end."""
+    rather than queueing the request without end. Read in the same query:
+    ``request_id_taken_by``, the run's reconfiguration with ``request_id``, if any."""
     with connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL lock_timeout = {int(RUN_LOCK_WAIT_MS)}")
+    taken_by = Reconfiguration.objects.filter(run=OuterRef("pk"), request_id=request_id)
     try:
         return (Run.objects.select_for_update(no_key=True).select_related("job")
+                .annotate(request_id_taken_by=Subquery(taken_by.values("pk")[:1]))
                 .filter(pk=run_id).first())
     except OperationalError as error:
         if getattr(error.__cause__, "pgcode", None) != errorcodes.LOCK_NOT_AVAILABLE:

@@ -76,7 +76,6 @@ _WARM_UP_EXPRESSION = (
 )
 
 
-
 def warm_up_parser() -> None:
     """Start the parser now (its JVM takes a few seconds the first time in a process, and
     its first trees of each kind more)."""

@@ -42,7 +42,7 @@ OPEN = (ReconfigurationStatus.REQUESTED, ReconfigurationStatus.PENDING)
 # and nothing after (cached), so these kinds plan under the lock, saving a read of the run.
 PLANNED_BEFORE_LOCK = (ReconfigurationKind.LOGIC, ReconfigurationKind.ROLLBACK)
 # A request's wait for its run's lock, which requests and acknowledgements hold for
-# milliseconds (their planning is done before it is taken).
+# milliseconds (a plan that may be slow is made before it is taken).
 RUN_LOCK_WAIT_MS = 5000
 RECONFIGURABLE = (RunStatus.STARTING, RunStatus.RUNNING, RunStatus.RECOVERING)
 

@@ -6,10 +6,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from engine.dag import JobGraph
@@ -237,9 +238,8 @@ class EpochPipeline:
         observation = Observation(f"rows_{op_id}_{self.epoch}")
         self._observations[op_id] = observation
         if DEAD_LETTER in df.columns:  # a broker source: count and sample its dead letters
-            return df.observe(observation, F.count(F.lit(1)).alias("rows"),
-                              *dead_letter_aggregates())
-        return df.observe(observation, F.count(F.lit(1)).alias("rows"))
+            return df.observe(observation, _row_count(), *dead_letter_aggregates())
+        return df.observe(observation, _row_count())
 
     def _observed(self) -> dict[str, int | None]:
         # Only observations an action filled are read (see ``observed``).
@@ -250,6 +250,12 @@ class EpochPipeline:
             if done and DEAD_LETTER_COUNT in observation.get:
                 self.dead_letters[op_id] = dead_letters_of(observation.get)
         return counts
+
+
+@lru_cache(maxsize=1)
+def _row_count() -> Column:
+    """The observed row count, built once per process (a column is a JVM object)."""
+    return F.count(F.lit(1)).alias("rows")
 
 
 def _total(partitions: list[int | None]) -> int | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import pyarrow as pa
@@ -79,13 +79,17 @@ class StageEpoch:
     store: StoreSpec
 
 
+@lru_cache(maxsize=64)
 def key_group_column(keys: tuple[str, ...], key_groups: int) -> Column:
-    """Spark SQL ``pmod(xxhash64(keys...), K)``; a keyless stage uses key group 0."""
+    """Spark SQL ``pmod(xxhash64(keys...), K)``; a keyless stage uses key group 0. The
+    epoch's columns are built once per process (``_stage_columns``): a column is a JVM
+    object any plan may use, and building one costs the driver calls into the JVM."""
     if not keys:
         return F.lit(0).cast("int")
     return F.pmod(F.xxhash64(*[F.col(k) for k in keys]), F.lit(key_groups)).cast("int")
 
 
+@lru_cache(maxsize=16)
 def instance_column(owners: tuple[int, ...]) -> Column:
     """``owners[kg]`` as a literal array lookup (the assignment of this epoch), built from
     one SQL string: a ``lit`` per key group would cost a JVM round trip each, per epoch."""
@@ -100,11 +104,18 @@ def stage_input(spec: WindowSpec, df: DataFrame, key_groups: int) -> DataFrame:
     Python boundary once, not once per window it falls in. One projection: each DataFrame
     step costs the driver an analysis of the whole plan, every epoch."""
     inputs = sorted({p.column for p in spec.partials if p.column is not None})
-    return df.select(
-        key_group_column(spec.keys, key_groups).alias(KG),
-        *[F.col(k) for k in spec.keys],
-        *[F.col(c) for c in inputs if c not in spec.keys],
-        F.unix_micros(F.col(spec.time)).alias(TIME_US),
+    return df.select(*_stage_columns(spec.keys, tuple(inputs), spec.time, key_groups))
+
+
+@lru_cache(maxsize=64)
+def _stage_columns(
+    keys: tuple[str, ...], inputs: tuple[str, ...], time: str, key_groups: int
+) -> tuple[Column, ...]:
+    return (
+        key_group_column(keys, key_groups).alias(KG),
+        *[F.col(k) for k in keys],
+        *[F.col(c) for c in inputs if c not in keys],
+        F.unix_micros(F.col(time)).alias(TIME_US),
     )
 
 

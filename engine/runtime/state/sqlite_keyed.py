@@ -21,6 +21,7 @@ import sqlite3
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -35,9 +36,10 @@ from engine.runtime.state.sorted_runs import (
     RunFile,
     entry_hashes,
     live_entries,
+    live_entries_of_groups,
     lookup,
     runs_to_merge,
-    sorted_run,
+    sorted_runs,
     write_runs,
 )
 
@@ -154,23 +156,26 @@ class SqliteKeyedEntries(KeyedEntries):
         """Each group's runs after its change (a new run, then any merge), and the tables
         of the runs to write, which are named ``_NEW`` with their batch in those tables (a
         new run merged away in the same commit is never written)."""
-        puts = [c.puts for c in changes.values() if c.puts is not None and c.puts.num_rows]
-        hashes = entry_hashes(*_columns(puts)) if puts else np.zeros(0, np.uint64)
+        putting = [kg for kg, c in changes.items() if c.puts is not None and c.puts.num_rows]
+        puts = [changes[kg].puts for kg in putting]
+        new_runs: dict[int, pa.Table] = {}
+        if puts:
+            sorted_puts = sorted_runs(puts, entry_hashes(*_columns(puts)))
+            new_runs = dict(zip(putting, sorted_puts, strict=True))
         loaded = self._open(operator, before)
-        tables: list[pa.Table] = []
-        runs: dict[int, list[Run]] = {}
-        offset = 0
+        groups: dict[int, list[Loaded | Run]] = {}
         for kg, change in changes.items():
-            group = list(loaded.get(kg, ()))
-            if change.puts is not None and change.puts.num_rows:
-                count = change.puts.num_rows
-                table = sorted_run(change.puts, hashes[offset : offset + count])
-                offset += count
-                group.append(_as_loaded(Run(_NEW, count, tuple(change.fired)), table))
+            group = groups[kg] = list(loaded.get(kg, ()))
+            if kg in new_runs:
+                table = new_runs[kg]
+                group.append(_as_loaded(Run(_NEW, table.num_rows, tuple(change.fired)), table))
             elif change.fired:
                 group.append(Run(None, 0, tuple(change.fired)))
+        tables: list[pa.Table] = []
+        runs: dict[int, list[Run]] = {}
+        for kg, items in self._merged(groups).items():
             runs[kg] = []
-            for item in self._merged(group, kg):
+            for item in items:
                 run = _run(item)
                 if isinstance(item, Loaded) and run.file == _NEW:
                     run = replace(run, batch=len(tables))
@@ -178,14 +183,32 @@ class SqliteKeyedEntries(KeyedEntries):
                 runs[kg].append(run)
         return runs, tables
 
-    def _merged(self, group: list[Loaded | Run], kg: int) -> list[Loaded | Run]:
-        """``group`` with its newest runs merged into one where ``runs_to_merge`` says."""
-        count = runs_to_merge([_run(g) for g in group], kg)
+    def _merged(self, groups: Mapping[int, list[Loaded | Run]]) -> dict[int, list[Loaded | Run]]:
+        """Each group with its newest runs merged into one where ``runs_to_merge`` says;
+        the merges without fired timers all in one sort (``live_entries_of_groups``)."""
+        counts = {kg: runs_to_merge([_run(g) for g in group], kg) for kg, group in groups.items()}
+        plain = {
+            kg: [g for g in group[-counts[kg] :] if isinstance(g, Loaded)][::-1]
+            for kg, group in groups.items()
+            if counts[kg] and not any(_run(g).fired for g in group[-counts[kg] :])
+        }
+        together = live_entries_of_groups(plain) if plain else {}
+        return {
+            kg: self._merged_group(group, counts[kg], together.get(kg))
+            for kg, group in groups.items()
+        }
+
+    def _merged_group(
+        self, group: list[Loaded | Run], count: int, merged: pa.Table | None
+    ) -> list[Loaded | Run]:
+        """``group`` with its ``count`` newest runs merged into one (``merged``: their live
+        entries, if already found)."""
         if not count:
             return group
         merging = group[-count:]
         self.bytes_read += sum(g.table.nbytes for g in merging if isinstance(g, Loaded))
-        merged = live_entries(merging[::-1])
+        if merged is None:
+            merged = live_entries(merging[::-1])
         fired: tuple[int, ...] = ()
         if count < len(group):  # older runs remain: the merged run still hides their timers
             fired = tuple(sorted({t for g in merging for t in _run(g).fired}))
@@ -266,7 +289,7 @@ class SqliteKeyedEntries(KeyedEntries):
             (operator, wanted),
         )
         return {
-            int(kg): GroupRow(int(epoch), tuple(runs_from_json(text)), text)
+            int(kg): GroupRow(int(epoch), runs_from_json(text), text)
             for kg, epoch, text in rows
         }
 
@@ -306,9 +329,11 @@ def _unmap_deleted() -> None:
         del _MAPPED[path]
 
 
-def runs_from_json(text: str) -> list[Run]:
-    """Runs from their stored JSON list."""
-    return [Run.from_json(item) for item in json.loads(text)]
+@lru_cache(maxsize=8192)
+def runs_from_json(text: str) -> tuple[Run, ...]:
+    """Runs from their stored JSON list (a group's list is read every epoch, and most
+    groups' lists are the ones this process read or wrote the epoch before)."""
+    return tuple(Run.from_json(item) for item in json.loads(text))
 
 
 def _entries(kg: int, rows: pa.Table) -> pa.Table:

@@ -22,6 +22,7 @@ from engine.runtime.state.sorted_runs import (
     Run,
     entry_hashes,
     live_entries,
+    live_entries_of_groups,
     lookup,
     runs_to_merge,
 )
@@ -181,6 +182,54 @@ def test_reads_after_any_commits_equal_a_plain_map(store, ops) -> None:  # type:
             assert sorted(
                 zip(due["timer"].to_pylist(), due["field"].to_pylist(), strict=True)
             ) == sorted(k for k in model[group] if k[0] <= 20)
+
+
+_GROUP_CHANGE = st.tuples(
+    st.dictionaries(
+        st.tuples(st.sampled_from([10, 20, 30]), st.sampled_from(["a", "b", "c", "d", ""])),
+        st.text("xyz", min_size=1, max_size=3),
+        max_size=6,
+    ),
+    st.sets(st.sampled_from([10, 20, 30]), max_size=1),
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(commits=st.lists(st.dictionaries(st.integers(0, 3), _GROUP_CHANGE, min_size=1),
+                        min_size=1, max_size=20))
+def test_commits_of_several_groups_read_like_a_plain_map(store, commits) -> None:  # type: ignore[no-untyped-def]
+    """Several groups per commit, whose merges are found together in one sort."""
+    store.clear()
+    model: dict[int, dict[tuple[int, str], str]] = {kg: {} for kg in range(4)}
+    every = [(t, f) for t in (10, 20, 30) for f in ("a", "b", "c", "d", "")]
+    for epoch, commit in enumerate(commits):
+        changes = {
+            kg: KeyedChanges(puts=_puts(puts) if puts else None, fired=tuple(sorted(fired)))
+            for kg, (puts, fired) in commit.items()
+        }
+        store.commit_entries("op", epoch, changes)
+        for kg, (puts, fired) in commit.items():
+            for timer in fired:
+                model[kg] = {k: v for k, v in model[kg].items() if k[0] != timer}
+            model[kg].update(puts)
+        for group, entries in model.items():
+            found = store.read_entries("op", _wanted(group, every))
+            assert dict(zip(zip(found["timer"].to_pylist(), found["field"].to_pylist(),
+                                strict=True), found["value"].to_pylist(), strict=True)) == entries
+
+
+def test_merges_found_together_keep_the_newest_of_entries_whose_hashes_collide() -> None:
+    older = _run_with_hashes([(5, 1, "a", "old-a"), (5, 1, "b", "old-b"), (9, 1, "c", "c")])
+    newer = _run_with_hashes([(5, 1, "b", "new-b"), (7, 1, "d", "d")])
+    other = _run_with_hashes([(5, 1, "a", "other")])
+    merged = live_entries_of_groups({3: [newer, older], 8: [other]})
+    assert merged[3].to_pylist() == live_entries([newer, older]).to_pylist()
+    assert sorted(merged[3]["value"].to_pylist()) == ["c", "d", "new-b", "old-a"]
+    assert merged[8]["value"].to_pylist() == ["other"]
+    plain = live_entries_of_groups({1: [newer, _run_with_hashes([(7, 1, "d", "old")])]})
+    assert plain[1]["value"].to_pylist() == ["new-b", "d"]
 
 
 def _files(store, operator: str) -> set[str]:  # type: ignore[no-untyped-def]

@@ -81,6 +81,8 @@ class EpochPipeline:
     store: StoreSpec
     sinks: dict[str, Sink]
     source_frames: dict[str, DataFrame] = field(default_factory=dict)
+    source_counts: dict[str, int] = field(default_factory=dict)
+    """The rows of each clock source in ``source_frames`` (its planned range's length)."""
     clock: StageClock | None = None
     plan: PhysicalPlan | None = None
     """The planner's plan of ``config`` (``running_plan``): how each region's rows are split
@@ -90,6 +92,7 @@ class EpochPipeline:
     _cached: list[DataFrame] = field(default_factory=list)
     _partitions: dict[str, int | None] = field(default_factory=dict)
     _instances: dict[str, int] = field(default_factory=dict)
+    _counted: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.plan is None:
@@ -112,6 +115,7 @@ class EpochPipeline:
             for cached in self._cached:
                 cached.unpersist()
         result.rows_out.update(self._observed())
+        result.rows_out.update(self._counted)
         result.instances.update(self._instances)
         result.dead_letters = self.dead_letters
         return result
@@ -133,6 +137,11 @@ class EpochPipeline:
                 rows, self._partitions[op_id] = _source_rows(batch, op_id), None
             else:  # a clock source: its row range over its parallelism
                 self._partitions[op_id] = self._instances[op_id] = self.config[op_id].parallelism
+                if op_id in self.source_counts:
+                    # One row per id of its planned range: counted without an observation,
+                    # which would cost the driver a plan step and every row an accumulator.
+                    self._counted[op_id] = self.source_counts[op_id]
+                    return rows
             if op.type in BROKER_SOURCES:
                 # Several of the epoch's Spark jobs read the source; a broker is read once,
                 # the rows are kept on the executors for the epoch.

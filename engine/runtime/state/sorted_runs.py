@@ -331,11 +331,12 @@ def live_entries_of_groups(groups: Mapping[int, Sequence[Loaded]]) -> dict[int, 
             return {kg: live_entries(runs) for kg, runs in groups.items()}
         first[repeat + 1] = False
     table, kgs = table.filter(first), kgs[first]
-    bounds = np.searchsorted(kgs, np.array(list(groups), np.int64), side="left")
-    ends = np.searchsorted(kgs, np.array(list(groups), np.int64), side="right")
+    wanted = np.array(list(groups), np.int64)
+    starts = np.searchsorted(kgs, wanted, side="left")
+    ends = np.searchsorted(kgs, wanted, side="right")
     return {
         kg: table.slice(int(start), int(end - start))
-        for kg, start, end in zip(groups, bounds, ends, strict=True)
+        for kg, start, end in zip(groups, starts, ends, strict=True)
     }
 
 

@@ -126,10 +126,20 @@ class RunDeliveries:
         """Queues the ack of a message the listener could not parse at all."""
         self.acks([malformed_ack(*rejection)], ended_at_ms=None)
 
-    def metrics(self, epoch: int, metrics: dict[str, Any]) -> None:
-        """Queues an epoch's metrics for the publisher."""
-        self.to_host.put(f"the metrics of epoch {epoch}",
-                         functools.partial(self._publisher.publish_epoch, self.run_id, metrics))
+    def metrics(
+        self, epoch: int, metrics: dict[str, Any] | Callable[[], dict[str, Any]]
+    ) -> None:
+        """Queues an epoch's metrics for the publisher: the dict, or the call that builds
+        it on the deliveries' thread (once; a build that fails is logged and dropped, not
+        retried like a failed delivery)."""
+        what = f"the metrics of epoch {epoch}"
+        if callable(metrics):
+            built = _BuiltOnce(what, metrics)
+            self.to_host.put(what, lambda: built.deliver(
+                functools.partial(self._publisher.publish_epoch, self.run_id)))
+        else:
+            self.to_host.put(
+                what, functools.partial(self._publisher.publish_epoch, self.run_id, metrics))
 
     def flush(self, timeout_s: float = 30.0) -> bool:
         """Waits until everything queued so far is delivered; False on timeout."""
@@ -139,3 +149,24 @@ class RunDeliveries:
         """Delivers what is queued (retrying for a bounded time), then stops."""
         self._to_channel.close()
         self.to_host.close()
+
+
+class _BuiltOnce:
+    """A delivery's payload built by ``build`` at its first attempt and kept for retries."""
+
+    def __init__(self, what: str, build: Callable[[], dict[str, Any]]) -> None:
+        self._what, self._build = what, build
+        self._payload: dict[str, Any] | None = None
+        self._failed = False
+
+    def deliver(self, send: Callable[[dict[str, Any]], object]) -> None:
+        if self._failed:
+            return
+        if self._payload is None:
+            try:
+                self._payload = self._build()
+            except Exception:  # a bug in the figures must not stop the deliveries
+                self._failed = True
+                log.exception("could not build %s; dropped", self._what)
+                return
+        send(self._payload)

@@ -9,6 +9,7 @@ are those of one attempt under the new plan."""
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from engine.runtime.io.broker.lag import broker_lags, broker_report
 from engine.runtime.io.sinks import Sink, build_sink
 from engine.runtime.io.streams import clock_source_rows
 from engine.runtime.stage.pipeline import EpochPipeline, EpochResult
-from engine.runtime.stage.regions import EpochInterrupted, StageClock
+from engine.runtime.stage.regions import AttemptTimes, EpochInterrupted, StageClock
 
 # Attempts of one epoch at most: the last one is not interrupted, so a stream of commands
 # cannot keep an epoch from ending.
@@ -68,18 +69,22 @@ class EpochRunner:
         plan = self.planner.plan(epoch, batch)
         plan, config, result, attempts = self._attempts(batch, epoch, plan)
         self.planner.log.write_outcome(epoch, epoch_outcome(result, self.graph.key_groups))
-        batch_ms = (time.time() - started) * 1000.0
+        ended = time.time()
+        batch_ms = (ended - started) * 1000.0
         # The epoch under the plan it committed: from the interrupt of a void attempt.
-        last_attempt_ms = (time.time() - self._attempt_start) * 1000.0
-        metrics = self._metrics(batch, epoch, plan, config, result, batch_ms,
-                                interval_ms or batch_ms)
-        metrics["driver_epoch"] = self._ran
-        metrics["attempts"] = attempts
-        metrics["last_attempt_ms"] = round(last_attempt_ms, 1)
-        self._ran += 1
+        last_attempt_ms = (ended - self._attempt_start) * 1000.0
         # The epoch is committed: its acks can say when the change took effect.
-        self.deliveries.acks(plan["acks"], ended_at_ms=time.time() * 1000.0)
-        self.deliveries.metrics(epoch, metrics)
+        self.deliveries.acks(plan["acks"], ended_at_ms=ended * 1000.0)
+        # What is read now (the sources' load); the tasks' run times, read back from
+        # Spark's status store once its listener has them, are left to the deliveries'
+        # thread: they would hold the next epoch ~15-25 ms each.
+        sources = self._sources(batch, epoch, plan, result, interval_ms or batch_ms)
+        extra = {"driver_epoch": self._ran, "attempts": attempts,
+                 "last_attempt_ms": round(last_attempt_ms, 1)}
+        self.deliveries.metrics(epoch, functools.partial(
+            self._metrics, epoch, plan, config, result, batch_ms, interval_ms or batch_ms,
+            sources, self.clock.times(), ended * 1000.0, extra))
+        self._ran += 1
         return EpochDone(config, bool(plan.get("stop")))
 
     def interrupt(self, command: Command) -> bool:
@@ -123,18 +128,28 @@ class EpochRunner:
         )
         return pipeline.run(batch)
 
-    def _metrics(self, batch: DataFrame, epoch: int, plan: dict[str, Any], config: RunConfig,
-                 result: EpochResult, batch_ms: float, interval_ms: float) -> dict[str, Any]:
+    def _sources(self, batch: DataFrame, epoch: int, plan: dict[str, Any],
+                 result: EpochResult, interval_ms: float) -> dict[str, Any]:
+        """Each source's load at the end of the epoch, with its broker lags, if any."""
         lags = broker_lags(self.graph, self.planner.options.checkpoint, epoch)
-        sources = {
-            **self.readings.sources(epoch, plan.get("sources", {}), batch, interval_ms),
-            **self.readings.brokers(lags, result, interval_ms),
+        return {
+            "figures": {
+                **self.readings.sources(epoch, plan.get("sources", {}), batch, interval_ms),
+                **self.readings.brokers(lags, result, interval_ms),
+            },
+            "report": broker_report(lags, result.dead_letters),
         }
+
+    def _metrics(self, epoch: int, plan: dict[str, Any], config: RunConfig,
+                 result: EpochResult, batch_ms: float, interval_ms: float,
+                 sources: dict[str, Any], times: AttemptTimes, ended_ms: float,
+                 extra: dict[str, Any]) -> dict[str, Any]:
         metrics = epoch_metrics(
             self.planner.run_id, epoch, self.graph, config, result, batch_ms, interval_ms,
-            sources, self.clock, watermarks=plan["watermarks"],
+            sources["figures"], times, watermarks=plan["watermarks"], ended_ms=ended_ms,
         )
-        metrics.update(broker_report(lags, result.dead_letters))
+        metrics.update(sources["report"])
+        metrics.update(extra)
         return metrics
 
 

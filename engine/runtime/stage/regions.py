@@ -196,18 +196,37 @@ class StageClock:
             return self._interrupted
 
     def busy_ms(self, op_id: str, skip_last_stage: bool) -> list[float] | None:
+        """Task run time per partition of ``op_id``'s jobs in the current attempt
+        (``AttemptTimes.busy_ms``)."""
+        return self.times().busy_ms(op_id, skip_last_stage)
+
+    def times(self) -> AttemptTimes:
+        """The task times of the current attempt, readable after it ended: the next
+        attempt's actions run in job groups of their own."""
+        return AttemptTimes(self._sc, self._group(""))
+
+
+@dataclass(frozen=True)
+class AttemptTimes:
+    """Reads back the run time of one attempt's tasks from Spark's status store, by the
+    job groups its actions ran in (``group_prefix`` + the operator)."""
+
+    sc: Any
+    group_prefix: str
+
+    def busy_ms(self, op_id: str, skip_last_stage: bool) -> list[float] | None:
         """Task run time per partition over the stages of ``op_id``'s jobs (the final stage
         left out when it is the VSN instances'); None if Spark ran no job for it."""
-        tracker = self._sc.statusTracker()
+        tracker = self.sc.statusTracker()
         stages: list[int] = []
-        for job in tracker.getJobIdsForGroup(self._group(op_id)):
+        for job in tracker.getJobIdsForGroup(self.group_prefix + op_id):
             info = tracker.getJobInfo(job)
             ids = sorted(int(s) for s in (info.stageIds if info is not None else []))
             stages += ids[:-1] if skip_last_stage else ids
         if not stages:
             return None
         per_partition: dict[int, float] = {}
-        store: Any = self._sc._jsc.sc().statusStore()  # type: ignore[union-attr]
+        store: Any = self.sc._jsc.sc().statusStore()
         for stage in stages:
             for index, ms in _task_times(store, stage):
                 per_partition[index] = per_partition.get(index, 0.0) + ms

@@ -42,3 +42,45 @@ def test_a_delivery_that_never_succeeds_is_dropped_and_logged(caplog) -> None:  
     assert outbox.dropped == ["the ack of 'r1'"] and delivered == ["m"]
     assert "dropped the ack of 'r1'" in caplog.text
     outbox.close()
+
+
+class _FlakyPublisher:
+    """Refuses its first ``refusals`` epochs, then keeps what it is sent."""
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals, self.epochs = refusals, []  # type: ignore[var-annotated]
+
+    def publish_epoch(self, run_id: str, metrics: dict) -> None:  # type: ignore[type-arg]
+        if self.refusals:
+            self.refusals -= 1
+            raise ConnectionError("refused")
+        self.epochs.append(metrics)
+
+
+def test_metrics_built_off_the_epoch_are_built_once_and_a_failed_build_is_dropped(caplog) -> None:  # type: ignore[no-untyped-def]
+    from engine.runtime.control.channel import MemoryControlChannel
+    from engine.runtime.control.outbox import RunDeliveries
+
+    publisher = _FlakyPublisher(refusals=2)
+    deliveries = RunDeliveries("r", MemoryControlChannel(), publisher, None)
+    deliveries.to_host.close()
+    deliveries.to_host = Outbox(first_retry_s=0.01)
+    builds: list[int] = []
+
+    def build(epoch: int):  # type: ignore[no-untyped-def]
+        def figures() -> dict:  # type: ignore[type-arg]
+            builds.append(epoch)
+            if epoch == 1:
+                raise KeyError("busy_ms")
+            return {"epoch": epoch}
+        return figures
+
+    for epoch in range(3):
+        deliveries.metrics(epoch, build(epoch))
+    assert deliveries.flush(5)
+    # Epoch 0 was refused twice and built once; epoch 1's build failed, was logged and not
+    # retried; epoch 2 still went out, in order.
+    assert builds == [0, 1, 2]
+    assert publisher.epochs == [{"epoch": 0}, {"epoch": 2}]
+    assert "could not build the metrics of epoch 1" in caplog.text
+    deliveries.close()

@@ -243,5 +243,11 @@ def _run_instances(
     routed = rows.repartitionById(parallelism, instance_column(task.owners))
     output = routed.mapInArrow(partial(run_instance, task), struct)
     output = output.persist(StorageLevel.MEMORY_AND_DISK)
-    collected = output.where(F.col(REPORT).isNotNull()).select(REPORT).collect()
+    try:
+        collected = output.where(F.col(REPORT).isNotNull()).select(REPORT).collect()
+    except BaseException:
+        # An interrupted attempt's output, partly computed, is not the epoch's: released
+        # here, as the caller never gets it to release.
+        output.unpersist()
+        raise
     return output, [json.loads(row[REPORT]) for row in collected]

@@ -120,6 +120,7 @@ def test_a_rescale_during_the_stage_takes_effect_in_the_running_epoch(spark, tmp
     name = f"sink_{uuid.uuid4().hex[:8]}"
     job = window_job({"type": "sink.memory", "params": {"name": name}}, parallelism=8)
     last = 14
+    cached_before = spark.sparkContext._jsc.getPersistentRDDs().size()
     run, publisher, recorder = start_collected_run(spark, tmp_path, job, last_epoch=last)
     interrupts: list[tuple[int, bool]] = []
     interrupt = run.epochs.interrupt
@@ -144,6 +145,8 @@ def test_a_rescale_during_the_stage_takes_effect_in_the_running_epoch(spark, tmp
     assert run.wait(180) == "stopped"
 
     assert [taken for _, taken in interrupts] == [True, True, True]
+    # The void attempts' partly computed outputs were released with the attempts.
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == cached_before
     acks = {a["request_id"]: a for a in recorder.acks}
     epochs = {m["epoch"]: m for m in publisher.epochs}
     for (interrupted, _), (request, parallelism) in zip(interrupts, requests.items(), strict=True):

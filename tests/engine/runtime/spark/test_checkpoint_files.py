@@ -1,6 +1,6 @@
-"""A streaming query's checkpoint files go through the FileSystem API on the raw local file
-system: no process spawned per file beyond Hadoop's one ``chmod``, no ``.crc`` side files,
-and an offset already logged is still never overwritten."""
+"""A streaming query's checkpoint files go through the FileSystem API (no ``readlink``
+processes spawned per file by a FileContext rename), an offset already logged is still never
+overwritten, and Spark's RocksDB state store still commits on that file system."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ import os
 import time
 
 import pytest
+from pyspark.sql import functions as F
 
-from engine.runtime.spark.session import CHECKPOINT_FILE_MANAGER, LOCAL_FILE_SYSTEM
+from engine.runtime.spark.session import CHECKPOINT_FILE_MANAGER
 
 pytestmark = pytest.mark.spark
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
 def _manager(spark, path: str):  # type: ignore[no-untyped-def]
@@ -22,13 +25,9 @@ def _manager(spark, path: str):  # type: ignore[no-untyped-def]
     return factory.create(jvm.org.apache.hadoop.fs.Path(path), conf), jvm.org.apache.hadoop.fs.Path
 
 
-def test_the_session_writes_checkpoints_through_the_raw_file_system(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_session_writes_checkpoints_through_the_file_system_api(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     manager, path = _manager(spark, str(tmp_path))
     assert manager.getClass().getName() == CHECKPOINT_FILE_MANAGER
-    jvm = spark.sparkContext._jvm
-    local = jvm.org.apache.hadoop.fs.FileSystem.get(
-        jvm.java.net.URI("file:///"), spark._jsparkSession.sessionState().newHadoopConf())
-    assert local.getClass().getName() == LOCAL_FILE_SYSTEM
 
     out = manager.createAtomic(path(str(tmp_path / "0")), False)
     out.write(b"v1")
@@ -39,25 +38,36 @@ def test_the_session_writes_checkpoints_through_the_raw_file_system(spark, tmp_p
     with pytest.raises(Exception, match="already exists"):
         again.close()
     assert (tmp_path / "0").read_bytes() == b"v1"
-    assert not [n for n in os.listdir(tmp_path) if n.endswith(".crc")]
 
 
-def test_a_query_logs_its_batches_without_side_files(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_stateful_query_on_rocksdb_logs_and_commits_its_batches(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     checkpoint = tmp_path / "checkpoint"
+    provider = "spark.sql.streaming.stateStore.providerClass"
+    before = spark.conf.get(provider, None)
+    spark.conf.set(provider, ROCKSDB)
     query = (
         spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 10).load()
-        .writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+        .groupBy((F.col("value") % 5).alias("k")).count()
+        .writeStream.format("noop").outputMode("update")
+        .option("checkpointLocation", str(checkpoint))
         .trigger(processingTime="10 milliseconds").start()
     )
     try:
         deadline = time.monotonic() + 60
-        while len(query.recentProgress) < 3 and time.monotonic() < deadline:
+        while len(query.recentProgress) < 3 and query.isActive and time.monotonic() < deadline:
             time.sleep(0.05)
         progress = list(query.recentProgress)
+        failure = query.exception()
     finally:
         query.stop()
+        if before is None:
+            spark.conf.unset(provider)
+        else:
+            spark.conf.set(provider, before)
+    assert failure is None, failure
     assert len(progress) >= 3
+    assert progress[-1]["stateOperators"][0]["numRowsTotal"] == 5
     offsets = sorted(os.listdir(checkpoint / "offsets"))
     commits = sorted(os.listdir(checkpoint / "commits"))
     assert {"0", "1", "2"} <= set(offsets) and {"0", "1", "2"} <= set(commits)
-    assert not [n for n in offsets + commits if n.endswith(".crc") or n.startswith(".")]
+    assert not [n for n in offsets + commits if n.endswith(".tmp")]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -96,11 +97,16 @@ def input_partials(task: Any, table: pa.Table | None, report: Any) -> pa.Table |
     report.max_event_us = pc.max(partials[MAX_EVENT]).as_py()
     partials = drop_late(partials, task.watermark_us)
     report.partials_in = partials.num_rows
-    counts = partials.group_by(KG, use_threads=False).aggregate([(ROWS, "sum")])
-    report.kg_rows = dict(
-        zip(counts[KG].to_pylist(), counts[f"{ROWS}_sum"].to_pylist(), strict=True)
-    )
+    report.kg_rows = kg_rows(partials)
     return partials if partials.num_rows else None
+
+
+def kg_rows(partials: pa.Table) -> dict[int, int]:
+    """Input rows per key group (the loads a rebalance weighs), summed without a group-by."""
+    if partials.num_rows == 0:
+        return {}
+    totals = np.bincount(partials[KG].to_numpy(), weights=partials[ROWS].to_numpy())
+    return {int(kg): int(totals[kg]) for kg in np.flatnonzero(totals)}
 
 
 def _closed(task: Any, store: StateStore, live: list[int]) -> pa.Table | None:

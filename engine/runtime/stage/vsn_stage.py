@@ -244,7 +244,9 @@ def _run_instances(
     output = routed.mapInArrow(partial(run_instance, task), struct)
     output = output.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        collected = output.where(F.col(REPORT).isNotNull()).select(REPORT).collect()
+        # The report rows whole (their other columns are null): a select on top would
+        # cost the driver one more analysis of the plan, every epoch.
+        collected = output.where(F.col(REPORT).isNotNull()).collect()
     except BaseException:
         # An interrupted attempt's output, partly computed, is not the epoch's: released
         # here, as the caller never gets it to release.

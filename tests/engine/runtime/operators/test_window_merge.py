@@ -131,3 +131,20 @@ def test_rows_without_an_event_time_fall_in_no_window() -> None:
     assigned = assign_windows(SPEC, rows)
     assert assigned["k"].to_pylist() == [1, 3]
     assert assigned["window_start"].to_pylist() == [0, 10 * S]
+
+
+def test_rows_per_key_group_are_the_partials_row_counts_summed_by_group() -> None:
+    import numpy as np
+
+    from engine.runtime.operators.window_spec import ROWS
+    from engine.runtime.operators.window_worker import kg_rows
+
+    rng = np.random.default_rng(7)
+    kgs = rng.integers(0, 128, 5000).astype(np.int32)
+    rows = rng.integers(1, 4, 5000)
+    partials = pa.table({KG: pa.chunked_array([kgs[:2000], kgs[2000:]]), ROWS: rows})
+    expected: dict[int, int] = {}
+    for kg, n in zip(kgs.tolist(), rows.tolist(), strict=True):
+        expected[kg] = expected.get(kg, 0) + n
+    assert kg_rows(partials) == expected
+    assert kg_rows(partials.slice(0, 0)) == {}

@@ -126,20 +126,13 @@ class RunDeliveries:
         """Queues the ack of a message the listener could not parse at all."""
         self.acks([malformed_ack(*rejection)], ended_at_ms=None)
 
-    def metrics(
-        self, epoch: int, metrics: dict[str, Any] | Callable[[], dict[str, Any]]
-    ) -> None:
-        """Queues an epoch's metrics for the publisher: the dict, or the call that builds
-        it on the deliveries' thread (once; a build that fails is logged and dropped, not
-        retried like a failed delivery)."""
+    def metrics(self, epoch: int, build: Callable[[], dict[str, Any]]) -> None:
+        """Queues an epoch's metrics for the publisher, built by ``build`` on the deliveries'
+        thread (once; a build that fails is logged and dropped, not retried like a failed
+        delivery)."""
         what = f"the metrics of epoch {epoch}"
-        if callable(metrics):
-            built = _BuiltOnce(what, metrics)
-            self.to_host.put(what, lambda: built.deliver(
-                functools.partial(self._publisher.publish_epoch, self.run_id)))
-        else:
-            self.to_host.put(
-                what, functools.partial(self._publisher.publish_epoch, self.run_id, metrics))
+        self.to_host.put(what, _BuiltOnce(
+            what, build, functools.partial(self._publisher.publish_epoch, self.run_id)).deliver)
 
     def flush(self, timeout_s: float = 30.0) -> bool:
         """Waits until everything queued so far is delivered; False on timeout."""
@@ -152,14 +145,15 @@ class RunDeliveries:
 
 
 class _BuiltOnce:
-    """A delivery's payload built by ``build`` at its first attempt and kept for retries."""
+    """A delivery whose payload ``build`` makes at its first attempt, kept for retries."""
 
-    def __init__(self, what: str, build: Callable[[], dict[str, Any]]) -> None:
-        self._what, self._build = what, build
+    def __init__(self, what: str, build: Callable[[], dict[str, Any]],
+                 send: Callable[[dict[str, Any]], object]) -> None:
+        self._what, self._build, self._send = what, build, send
         self._payload: dict[str, Any] | None = None
         self._failed = False
 
-    def deliver(self, send: Callable[[dict[str, Any]], object]) -> None:
+    def deliver(self) -> None:
         if self._failed:
             return
         if self._payload is None:
@@ -169,4 +163,4 @@ class _BuiltOnce:
                 self._failed = True
                 log.exception("could not build %s; dropped", self._what)
                 return
-        send(self._payload)
+        self._send(self._payload)

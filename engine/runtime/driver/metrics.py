@@ -45,7 +45,7 @@ from engine.dag import JobGraph
 from engine.policies.load import LoadModel, load_model
 from engine.runtime.control.run_config import RunConfig
 from engine.runtime.stage.pipeline import EpochResult
-from engine.runtime.stage.regions import AttemptTimes, Region, StageClock, fused_regions
+from engine.runtime.stage.regions import AttemptTimes, Region, fused_regions
 
 
 def epoch_metrics(
@@ -57,7 +57,7 @@ def epoch_metrics(
     batch_ms: float,
     interval_ms: float,
     sources: dict[str, dict[str, Any]],
-    clock: StageClock | AttemptTimes | None = None,
+    clock: AttemptTimes | None = None,
     *,
     watermarks: Mapping[str, int | None] | None = None,
     ended_ms: float | None = None,
@@ -171,7 +171,7 @@ def _region(
     config: RunConfig,
     operators: dict[str, dict[str, Any]],
     result: EpochResult,
-    clock: StageClock | AttemptTimes | None,
+    clock: AttemptTimes | None,
 ) -> dict[str, Any]:
     """A region's measured figures: its tasks' run time per partition (a sink written on
     the driver, with no Spark job, is timed there) and rows per busy second."""

@@ -195,11 +195,6 @@ class StageClock:
             self._done.add(op_id)
             return self._interrupted
 
-    def busy_ms(self, op_id: str, skip_last_stage: bool) -> list[float] | None:
-        """Task run time per partition of ``op_id``'s jobs in the current attempt
-        (``AttemptTimes.busy_ms``)."""
-        return self.times().busy_ms(op_id, skip_last_stage)
-
     def times(self) -> AttemptTimes:
         """The task times of the current attempt, readable after it ended: the next
         attempt's actions run in job groups of their own."""

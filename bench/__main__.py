@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         result = measure_state(
             rows_per_batch=args.rows_per_batch,
             large_keys=args.large_keys,
-            measured=args.epochs or 5,
+            measured=args.epochs or 9,
         )
     elif args.benchmark == "throughput":
         from bench.throughput import measure

@@ -1,120 +1,143 @@
-"""The keyed layout in the Redis store.
+"""The keyed layout in the Redis store: each key group's entries as sorted runs
+(``sorted_runs.py``, as the embedded store keeps them), the runs held in Redis and mapped
+from a local cache of their files.
 
 Per (operator, key group), all under one hash tag so a group's keys share a cluster slot:
 
-- ``{<ns>:<op>:<kg>}:mark``: hash with the epoch of the last commit and its emitted rows;
-- ``{<ns>:<op>:<kg>}:timers``: sorted set of the group's timers (the timer index);
-- ``{<ns>:<op>:<kg>}:t:<timer>``: hash field -> value of the timer's entries.
+- ``{<ns>:<op>:<kg>}:g``: hash with the mark (``epoch``), the rows the last commit emitted
+  and the group's list of runs (``runs``, oldest first);
+- ``{<ns>:<op>:<kg>}:r:<file>.<batch>``: one run, an Arrow IPC file of one record batch
+  without its hashes, which a reader computes again (a quarter fewer bytes to send, and
+  only a new owner reads a run from Redis).
 
-Reads are ``HMGET`` of the input's fields and ``ZRANGEBYSCORE`` + ``HGETALL`` of the due
-timers, pipelined; a commit is one Lua script per group (compare the mark, delete fired
-timers, put the changed entries, set the mark), all groups of the instance in one round trip.
+A run never changes once written and its name is unique (epoch and a random part), so an
+instance keeps each run it reads or writes as a file of a local cache (``runs_cache``) and
+maps it: an epoch asks Redis for the groups' rows and for runs it has not seen (a group it
+took over), and searches its runs locally, so what an epoch costs Redis follows its input,
+not the size of the state. A commit is one Lua script per group (compare the mark and the
+list read, put the new runs, delete the runs merged away, set the row), all groups of the
+instance in one round trip.
+
+Operators whose state is in the entries layout that came before (``redis_entries.py``)
+stay in it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
 import redis
 
+from engine.runtime.errors import StreamRuntimeError
 from engine.runtime.state import keyed
-from engine.runtime.state.keyed import FIELD, TIMER, VALUE, KeyedChanges, KeyedEntries
+from engine.runtime.state.keyed import FIELD, TIMER, VALUE, KeyedChanges
+from engine.runtime.state.redis_entries import RedisEntriesLayout
+from engine.runtime.state.runs_entries import (
+    NEW,
+    GroupRow,
+    SortedRunsEntries,
+    runs_from_json,
+    runs_json,
+)
+from engine.runtime.state.sorted_runs import (
+    RUN_SCHEMA,
+    Loaded,
+    MappedFiles,
+    Run,
+    entry_hashes,
+    write_runs,
+)
 
-# KEYS: mark, timers, groups set. ARGV: epoch, emitted, kg, timer-hash prefix, number of
-# fired timers, the fired timers, then per timer put: timer, n, n field/value pairs.
+# KEYS: the group's row, the operator's set of groups, the new runs' keys, then the keys of
+# the runs merged away. ARGV: epoch, emitted, kg, the new list of runs, the list the commit
+# read (empty if none), the number of new runs, their bytes. 0: the mark is at the epoch
+# already (a replay), -1: the group changed since the commit read it.
 _COMMIT = """
-local stored = redis.call('HGET', KEYS[1], 'epoch')
-if stored and tonumber(stored) >= tonumber(ARGV[1]) then return 0 end
-local i = 6
-for _ = 1, tonumber(ARGV[5]) do
-  redis.call('DEL', ARGV[4] .. ARGV[i])
-  redis.call('ZREM', KEYS[2], ARGV[i])
-  i = i + 1
-end
-while i <= #ARGV do
-  local timer, last = ARGV[i], i + 1 + 2 * tonumber(ARGV[i + 1])
-  i = i + 2
-  while i <= last do
-    local stop = math.min(i + 999, last)
-    redis.call('HSET', ARGV[4] .. timer, unpack(ARGV, i, stop))
-    i = stop + 1
-  end
-  redis.call('ZADD', KEYS[2], timer, timer)
-end
-redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'emitted', ARGV[2])
-redis.call('SADD', KEYS[3], ARGV[3])
+local stored = redis.call('HMGET', KEYS[1], 'epoch', 'runs')
+if stored[1] and tonumber(stored[1]) >= tonumber(ARGV[1]) then return 0 end
+if (stored[2] or '') ~= ARGV[5] then return -1 end
+local new = tonumber(ARGV[6])
+for i = 1, new do redis.call('SET', KEYS[2 + i], ARGV[6 + i]) end
+for i = 3 + new, #KEYS do redis.call('DEL', KEYS[i]) end
+redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'emitted', ARGV[2], 'runs', ARGV[4])
+redis.call('SADD', KEYS[2], ARGV[3])
 return 1
 """
+# A run as Redis holds it: its entries, without their hashes.
+_STORED = pa.schema([RUN_SCHEMA.field(name) for name in (TIMER, FIELD, VALUE)])
+# Run files this process has mapped from its cache.
+_MAPPED = MappedFiles()
+_WRITTEN = re.compile(r"^e(\d+)-[0-9a-f]+$")
 
 
-class RedisKeyedEntries(KeyedEntries):
-    """The keyed operations of ``RedisStateStore`` (which sets ``_redis`` and ``_ns``)."""
+def runs_cache(url: str, namespace: str) -> str:
+    """The local folder of a store's cached runs: ``STREAMSCALE_RUNS_CACHE`` (one per
+    machine, shared by its workers), else one in the temporary folder."""
+    root = os.environ.get("STREAMSCALE_RUNS_CACHE") or os.path.join(
+        tempfile.gettempdir(), "streamscale-runs")
+    store = hashlib.sha1(f"{url}\0{namespace}".encode()).hexdigest()[:16]
+    return os.path.join(root, store)
+
+
+class RedisKeyedEntries(SortedRunsEntries):
+    """The keyed operations of ``RedisStateStore`` (which sets ``_redis``, ``_ns`` and
+    ``cache_root``)."""
 
     _redis: redis.Redis
     _ns: str
-    _commit: Any = None
+    cache_root = ""
+    _runs_commit: Any = None
+    _entries_layout: dict[str, RedisEntriesLayout | None]
 
     def _tag(self, operator: str, kg: int) -> str:
         return f"{{{self._ns}:{operator}:{kg}}}"
 
     def keyed_groups_key(self, operator: str) -> str:
         """The set of the operator's groups with keyed state."""
-        return f"{self._ns}:keyed:{operator}"
+        return f"{self._ns}:runs:{operator}"
+
+    def keyed_groups(self, operator: str) -> set[int]:
+        """Key groups of ``operator`` with keyed state, in either layout."""
+        members: Any = self._redis.sunion(
+            [self.keyed_groups_key(operator), f"{self._ns}:keyed:{operator}"])
+        return {int(m) for m in members}
 
     def marks(self, operator: str, key_groups: Iterable[int]) -> dict[int, int]:
-        """Each group's mark, in one round trip."""
-        wanted = sorted(set(key_groups))
-        pipe = self._redis.pipeline(transaction=False)
-        for kg in wanted:
-            pipe.hget(self._tag(operator, kg) + ":mark", "epoch")
-        replies: list[Any] = pipe.execute() if wanted else []
-        return {kg: int(e) for kg, e in zip(wanted, replies, strict=True) if e is not None}
+        old = self._old_layout(operator)
+        if old is not None:
+            return old.marks(operator, key_groups)
+        return super().marks(operator, key_groups)
 
     def read_entries(self, operator: str, wanted: pa.Table) -> pa.Table:
-        """``HMGET`` of each (group, timer)'s wanted fields, in one round trip."""
-        if wanted.num_rows == 0:
-            return keyed.no_entries()
-        asked = keyed.by_group_and_timer(wanted)
-        pipe = self._redis.pipeline(transaction=False)
-        for (kg, timer), names in asked.items():
-            pipe.hmget(f"{self._tag(operator, kg)}:t:{timer}", names)
-        kgs, timers, fields, values = [], [], [], []
-        for ((kg, timer), names), found in zip(asked.items(), pipe.execute(), strict=True):
-            for name, value in zip(names, found, strict=True):
-                if value is not None:
-                    kgs.append(kg)
-                    timers.append(timer)
-                    fields.append(name)
-                    values.append(value)
-        return self._counted(keyed.entries_table(kgs, timers, fields, values))
+        old = self._old_layout(operator)
+        if old is not None:
+            return self._counted_from(old, old.read_entries(operator, wanted))
+        return super().read_entries(operator, wanted)
 
     def fire_timers(self, operator: str, key_groups: Iterable[int], until: int) -> pa.Table:
-        """The due timers from each group's index, then their entries."""
-        groups = sorted(set(key_groups))
-        pipe = self._redis.pipeline(transaction=False)
-        for kg in groups:
-            pipe.zrangebyscore(self._tag(operator, kg) + ":timers", "-inf", until)
-        due = [(kg, int(t)) for kg, ts in zip(groups, pipe.execute(), strict=True) for t in ts]
-        if not due:
-            return keyed.no_entries()
-        for kg, timer in due:
-            pipe.hgetall(f"{self._tag(operator, kg)}:t:{timer}")
-        kgs, timers, fields, values = [], [], [], []
-        for (kg, timer), entries in zip(due, pipe.execute(), strict=True):
-            kgs += [kg] * len(entries)
-            timers += [timer] * len(entries)
-            fields += list(entries)
-            values += list(entries.values())
-        return self._counted(keyed.entries_table(kgs, timers, fields, values))
+        old = self._old_layout(operator)
+        if old is not None:
+            return self._counted_from(old, old.fire_timers(operator, key_groups, until))
+        return super().fire_timers(operator, key_groups, until)
 
     def read_emitted(self, operator: str, key_groups: Iterable[int]) -> dict[int, pa.Table]:
         """The rows each group's last commit emitted."""
+        old = self._old_layout(operator)
+        if old is not None:
+            return self._counted_from(old, old.read_emitted(operator, key_groups))
         groups = sorted(set(key_groups))
         pipe = self._redis.pipeline(transaction=False)
         for kg in groups:
-            pipe.hget(self._tag(operator, kg) + ":mark", "emitted")
+            pipe.hget(self._tag(operator, kg) + ":g", "emitted")
         found = {}
         for kg, data in zip(groups, pipe.execute() if groups else [], strict=True):
             if data:
@@ -123,46 +146,180 @@ class RedisKeyedEntries(KeyedEntries):
         return found
 
     def commit_entries(self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges]) -> int:
-        """One script per group, all in one round trip; returns the bytes applied."""
-        if self._commit is None:
-            self._commit = self._redis.register_script(_COMMIT)
+        """Each group's new runs and row in one script per group, all in one round trip;
+        returns the bytes applied. The new runs are cached first, in one file as the
+        embedded store writes them (``sqlite_keyed.py``): the next epoch maps them without
+        asking Redis for them."""
+        old = self._old_layout(operator)
+        if old is not None:
+            return old.commit_entries(operator, epoch, changes)
+        if not changes:
+            return 0
+        before = self._rows(operator, changes)
+        live = {kg: c for kg, c in changes.items() if kg not in before or before[kg].epoch < epoch}
+        runs, tables = self._next_runs(operator, before, live)
+        name = f"e{epoch}-{uuid.uuid4().hex}"
+        if tables:
+            path = os.path.join(self._cache_dir(operator), name)
+            write_runs(_part(path), tables)
+            os.replace(_part(path), path)
+        blobs = [_stored(table) for table in tables]
+        if self._runs_commit is None:
+            self._runs_commit = self._redis.register_script(_COMMIT)
         pipe = self._redis.pipeline(transaction=False)
         sizes = []
-        for kg, change in changes.items():
-            args, size = _commit_args(epoch, kg, f"{self._tag(operator, kg)}:t:", change)
-            keys = [
-                self._tag(operator, kg) + ":mark",
-                self._tag(operator, kg) + ":timers",
-                self.keyed_groups_key(operator),
-            ]
-            self._commit(keys=keys, args=args, client=pipe)
-            sizes.append(size)
-        applied = pipe.execute() if changes else []
-        return sum(size for size, done in zip(sizes, applied, strict=True) if done)
+        for kg, change in live.items():
+            new = [r.batch for r in runs[kg] if r.file == NEW]
+            listed = [r if r.file != NEW else replace(r, file=name) for r in runs[kg]]
+            row = before.get(kg)
+            dropped = [r for r in (row.runs if row else ()) if r.file and r not in listed]
+            emitted = keyed.ipc_bytes(change.emitted) if change.emitted is not None else b""
+            keys = [self._tag(operator, kg) + ":g", self.keyed_groups_key(operator),
+                    *[self._run_key(operator, kg, name, i) for i in new],
+                    *[self._run_key(operator, kg, r.file, r.batch) for r in dropped if r.file]]
+            args = [epoch, emitted, kg, runs_json(listed), row.text if row else "", len(new),
+                    *[blobs[i] for i in new]]
+            self._runs_commit(keys=keys, args=args, client=pipe)
+            sizes.append(len(emitted) + sum(len(blobs[i]) for i in new))
+        applied = pipe.execute()
+        for kg, done in zip(live, applied, strict=True):
+            if done == -1:
+                raise StreamRuntimeError(
+                    f"key group {kg} of {operator!r} changed under the commit of epoch {epoch}")
+        self._collect_cache(operator, epoch)
+        return sum(size for size, done in zip(sizes, applied, strict=True) if done == 1)
 
-    def _counted(self, found: pa.Table) -> pa.Table:
-        self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
+    def _rows(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupRow]:
+        wanted = sorted(set(key_groups))
+        pipe = self._redis.pipeline(transaction=False)
+        for kg in wanted:
+            pipe.hmget(self._tag(operator, kg) + ":g", ["epoch", "runs"])
+        rows = {}
+        for kg, (epoch, text) in zip(wanted, pipe.execute() if wanted else [], strict=True):
+            if epoch is not None:
+                text = text.decode() if text else "[]"
+                rows[kg] = GroupRow(int(epoch), runs_from_json(text), text)
+        return rows
+
+    def _open(self, operator: str, rows: Mapping[int, GroupRow]) -> dict[int, list[Loaded | Run]]:
+        """The groups' runs mapped from the cache: from the file of the commit that wrote
+        them, if this machine made it, else from a file of the run alone, fetched from
+        Redis first if the cache lacks it (all in one round trip)."""
+        directory = self._cache_dir(operator)
+        where: dict[tuple[str, int], tuple[str, int | None]] = {}
+        missing: list[tuple[int, Run, str]] = []
+        for kg, row in rows.items():
+            for run in row.runs:
+                if not run.file:
+                    continue
+                whole = os.path.join(directory, run.file)
+                if whole in _MAPPED or os.path.exists(whole):
+                    where[(run.file, run.batch)] = (whole, None)
+                    continue
+                alone = f"{whole}.{run.batch}"
+                where[(run.file, run.batch)] = (alone, 0)
+                if alone not in _MAPPED and not os.path.exists(alone):
+                    missing.append((kg, run, alone))
+        if missing:
+            self._fetch(operator, missing)
+        opened: dict[int, list[Loaded | Run]] = {}
+        for kg, row in rows.items():
+            group: list[Loaded | Run] = []
+            for run in row.runs:
+                if run.file:
+                    path, batch = where[(run.file, run.batch)]
+                    group.append(_MAPPED.file(path).loaded(run, batch))
+                else:
+                    group.append(run)
+            opened[kg] = group
+        return opened
+
+    def _fetch(self, operator: str, missing: list[tuple[int, Run, str]]) -> None:
+        """Fetches runs into the cache, each as a file of its own."""
+        pipe = self._redis.pipeline(transaction=False)
+        for kg, run, _ in missing:
+            pipe.get(self._run_key(operator, kg, str(run.file), run.batch))
+        for (kg, run, path), data in zip(missing, pipe.execute(), strict=True):
+            if data is None:
+                raise StreamRuntimeError(
+                    f"run {run.file}.{run.batch} of key group {kg} of {operator!r} is missing "
+                    "from the state store (was the state cleared under the run?)")
+            self.bytes_read += len(data)
+            write_runs(_part(path), [_run_table(data)])
+            os.replace(_part(path), path)
+
+    def _collect_cache(self, operator: str, epoch: int) -> None:
+        """Deletes the operator's cached files that no group names and that an earlier
+        epoch wrote (a file of this epoch may belong to an instance that has yet to
+        commit), and unmaps the ones another process deleted."""
+        members: Any = self._redis.smembers(self.keyed_groups_key(operator))
+        groups = sorted(int(kg) for kg in members)
+        referenced = {run.file for row in self._rows(operator, groups).values()
+                      for run in row.runs}
+        directory = self._cache_dir(operator)
+        for entry in os.listdir(directory):
+            written = entry.split(".")[0]
+            if written not in referenced and _written_before(written, epoch):
+                _MAPPED.pop(os.path.join(directory, entry), None)
+                try:
+                    os.remove(os.path.join(directory, entry))
+                except FileNotFoundError:
+                    pass
+        _MAPPED.unmap_deleted(self.cache_root)
+
+    def _run_key(self, operator: str, kg: int, name: str, batch: int) -> str:
+        return f"{self._tag(operator, kg)}:r:{name}.{batch}"
+
+    def _cache_dir(self, operator: str) -> str:
+        directory = os.path.join(self.cache_root, operator.encode().hex())
+        os.makedirs(directory, exist_ok=True)
+        return directory
+
+    def clear_cache(self) -> None:
+        """Forgets this store's cached runs."""
+        shutil.rmtree(self.cache_root, ignore_errors=True)
+        for path in [p for p in _MAPPED if p.startswith(self.cache_root + os.sep)]:
+            del _MAPPED[path]
+
+    def _old_layout(self, operator: str) -> RedisEntriesLayout | None:
+        """The entries layout, if ``operator``'s state is in it (asked once per process:
+        nothing writes that layout any more)."""
+        if operator not in self._entries_layout:
+            old = None
+            if self._redis.exists(f"{self._ns}:keyed:{operator}"):
+                old = RedisEntriesLayout()
+                old._redis, old._ns = self._redis, self._ns
+            self._entries_layout[operator] = old
+        return self._entries_layout[operator]
+
+    def _counted_from(self, old: RedisEntriesLayout, found: Any) -> Any:
+        self.bytes_read += old.bytes_read
+        old.bytes_read = 0
         return found
 
 
-def _commit_args(epoch: int, kg: int, prefix: str, change: KeyedChanges) -> tuple[list[Any], int]:
-    emitted = keyed.ipc_bytes(change.emitted) if change.emitted is not None else b""
-    args: list[Any] = [epoch, emitted, kg, prefix, len(change.fired), *change.fired]
-    size = len(emitted)
-    puts = change.puts
-    if puts is not None and puts.num_rows:
-        puts = puts.sort_by(TIMER)
-        timers = puts[TIMER].to_pylist()
-        fields, values = puts[FIELD].to_pylist(), puts[VALUE].to_pylist()
-        start = 0
-        while start < len(timers):
-            end = start
-            while end < len(timers) and timers[end] == timers[start]:
-                end += 1
-            pairs = [
-                x for pair in zip(fields[start:end], values[start:end], strict=True) for x in pair
-            ]
-            args += [timers[start], end - start, *pairs]
-            start = end
-        size += puts[FIELD].nbytes + puts[VALUE].nbytes
-    return args, size
+def _stored(table: pa.Table) -> bytes:
+    """A run's bytes as Redis holds them."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, _STORED) as writer:
+        writer.write_batch(table.select(_STORED.names).combine_chunks().to_batches()[0])
+    return sink.getvalue().to_pybytes()
+
+
+def _run_table(data: bytes) -> pa.Table:
+    """A run from its bytes in Redis, its hashes computed again (in the order it is
+    sorted by)."""
+    stored = pa.ipc.open_file(pa.py_buffer(data)).read_all()
+    hashes = pa.array(entry_hashes(stored[TIMER], stored[FIELD]), pa.uint64())
+    return pa.Table.from_arrays([hashes, *stored.columns], schema=RUN_SCHEMA)
+
+
+def _part(path: str) -> str:
+    """Where a file is written before it is renamed into place (whole or not at all)."""
+    return f"{path}.{os.getpid()}.part"
+
+
+def _written_before(name: str, epoch: int) -> bool:
+    """Whether a run file's name says an epoch before ``epoch`` wrote it."""
+    match = _WRITTEN.match(name)
+    return match is not None and int(match.group(1)) < epoch

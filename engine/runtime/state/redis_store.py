@@ -16,7 +16,7 @@ import redis
 from engine.runtime.state.base import GroupState, StateStore, table_from_bytes, table_to_bytes
 from engine.runtime.state.keyed import KeyedChanges
 from engine.runtime.state.redis_durability import durability_of, wait_durable
-from engine.runtime.state.redis_keyed import RedisKeyedEntries
+from engine.runtime.state.redis_keyed import RedisKeyedEntries, runs_cache
 
 _WRITE = """
 local stored = redis.call('HGET', KEYS[1], 'epoch')
@@ -29,13 +29,15 @@ return 1
 
 class RedisStateStore(RedisKeyedEntries, StateStore):
     """Keys ``<namespace>:state:<operator>:<kg>`` plus a set of groups per operator (keyed
-    entries under their own keys, ``redis_keyed.py``)."""
+    entries as sorted runs under their own keys, ``redis_keyed.py``)."""
 
     keyed_windows = True
 
     def __init__(self, url: str, namespace: str) -> None:
         self._redis = redis.Redis.from_url(url)
         self._ns = namespace
+        self.cache_root = runs_cache(url, namespace)
+        self._entries_layout = {}
         self._write = self._redis.register_script(_WRITE)
         self._durability = durability_of(self._redis)
 
@@ -109,12 +111,13 @@ class RedisStateStore(RedisKeyedEntries, StateStore):
     def groups(self, operator: str) -> set[int]:
         """Members of the operator's group set."""
         members: Any = self._redis.smembers(self._groups_key(operator))
-        keyed: Any = self._redis.smembers(self.keyed_groups_key(operator))
-        return {int(m) for m in members} | {int(m) for m in keyed}
+        return {int(m) for m in members} | self.keyed_groups(operator)
 
     def clear(self) -> None:
         """Deletes every key of the namespace (only ours: scanned by prefix)."""
         for pattern in (f"{self._ns}:*", f"{{{self._ns}:*"):
             for key in self._redis.scan_iter(match=pattern, count=1000):
                 self._redis.delete(key)
+        self._entries_layout.clear()
+        self.clear_cache()
 

@@ -31,6 +31,7 @@ HASH = "h"
 RUN_SCHEMA = pa.schema(
     [(HASH, pa.uint64()), (TIMER, pa.int64()), (FIELD, pa.string()), (VALUE, pa.string())]
 )
+_FOUND = pa.schema([RUN_SCHEMA.field(n) for n in (TIMER, FIELD, VALUE)])  # found by ``lookup``
 # A run merges into the one before it while that one holds at most this many times its
 # rows (below 2, so each entry is rewritten about log2(group / epoch's input) times); the
 # factor differs per key group (``merge_factor``) so that, under input spread evenly over
@@ -186,13 +187,15 @@ class RunFile:
         self.reader = pa.ipc.open_file(pa.memory_map(path, "r"))
         self._batches: dict[int, tuple[pa.Table, np.ndarray, np.ndarray]] = {}
 
-    def loaded(self, run: Run) -> Loaded:
-        """The run at its batch of this file (each batch's views made once: a file never
-        changes, and a group reads its runs every epoch)."""
-        views = self._batches.get(run.batch)
+    def loaded(self, run: Run, batch: int | None = None) -> Loaded:
+        """The run at its batch of this file, or at ``batch`` (a file holding that run
+        alone). Each batch's views are made once: a file never changes, and a group reads
+        its runs every epoch."""
+        batch = run.batch if batch is None else batch
+        views = self._batches.get(batch)
         if views is None:
-            table = pa.Table.from_batches([self.reader.get_batch(run.batch)])
-            views = self._batches[run.batch] = (
+            table = pa.Table.from_batches([self.reader.get_batch(batch)])
+            views = self._batches[batch] = (
                 table,
                 _one_chunk(table[HASH]).to_numpy(zero_copy_only=True),
                 _one_chunk(table[TIMER]).to_numpy(zero_copy_only=True),
@@ -201,12 +204,31 @@ class RunFile:
         return Loaded(run=run, table=table, hashes=hashes, timers=timers)
 
 
+class MappedFiles(dict[str, RunFile]):
+    """Run files a process has mapped, by path: a file never changes once written, so it
+    stays mapped while groups name it."""
+
+    def file(self, path: str) -> RunFile:
+        """The file at ``path``, mapped here once."""
+        mapped = self.get(path)
+        if mapped is None:
+            mapped = self[path] = RunFile(path)
+        return mapped
+
+    def unmap_deleted(self, root: str | None = None) -> None:
+        """Unmaps the files (under ``root``) another process deleted, so that their disk
+        space does not stay taken while mapped here."""
+        for path in [p for p in self if root is None or p.startswith(root + os.sep)]:
+            if not os.path.exists(path):
+                del self[path]
+
+
 def lookup(
     runs: Sequence[Loaded | Run], wanted: pa.Table, hashes: np.ndarray
 ) -> tuple[np.ndarray, pa.Table]:
     """The stored entries among ``wanted`` (``TIMER``, ``FIELD``, and ``hashes`` their
     ``entry_hashes``), from ``runs`` newest first: (positions in ``wanted`` that were
-    found, their run rows)."""
+    found, their entries: ``TIMER``, ``FIELD``, ``VALUE``)."""
     timers = _one_chunk(wanted[TIMER]).to_numpy(zero_copy_only=False)
     fields = _one_chunk(wanted[FIELD]).cast(pa.string())
     open_rows = np.argsort(hashes, kind="stable")  # sorted needles search faster
@@ -226,7 +248,7 @@ def lookup(
             hidden = np.isin(timers[open_rows], np.array(run.fired, np.int64))
             open_rows = open_rows[~hidden]
     if not found_rows:
-        return np.zeros(0, np.int64), RUN_SCHEMA.empty_table()
+        return np.zeros(0, np.int64), _FOUND.empty_table()
     return np.concatenate(found_at), pa.concat_tables(found_rows)
 
 
@@ -234,30 +256,34 @@ def _search(
     loaded: Loaded, hashes: np.ndarray, timers: np.ndarray, fields: pa.Array, at_rows: np.ndarray
 ) -> tuple[np.ndarray, pa.Table]:
     """Which of the wanted (``hashes``, ``timers``, and ``fields`` at ``at_rows``) ``loaded``
-    holds: their positions among the wanted, and the run rows holding them."""
+    holds: their positions among the wanted, and the run rows holding them (``TIMER``,
+    ``FIELD``, ``VALUE``). Only the candidates' fields and values are gathered from the run,
+    in one call: its hashes and timers are read as arrays already."""
     stored = loaded.hashes
     at = np.searchsorted(stored, hashes)
     candidates = np.flatnonzero(stored[np.minimum(at, len(stored) - 1)] == hashes)
     if not len(candidates):
-        return candidates, RUN_SCHEMA.empty_table()
+        return candidates, _FOUND.empty_table()
     rows = at[candidates]
-    taken = loaded.table.take(rows)
+    taken = loaded.table.select([FIELD, VALUE]).take(rows)
     same = loaded.timers[rows] == timers[candidates]
     same &= np.asarray(
         pc.equal(taken[FIELD], fields.take(at_rows[candidates])).to_numpy(zero_copy_only=False)
     )
-    if same.all():
-        return candidates, taken
-    for i in np.flatnonzero(~same):  # a hash shared by different entries: rare
-        row = _scan_equal_hash(
-            loaded,
-            int(rows[i]),
-            int(timers[candidates[i]]),
-            fields[int(at_rows[candidates[i]])].as_py(),
-        )
-        if row is not None:
-            rows[i], same[i] = row, True
-    return candidates[same], loaded.table.take(rows[same])
+    if not same.all():
+        for i in np.flatnonzero(~same):  # a hash shared by different entries: rare
+            row = _scan_equal_hash(
+                loaded,
+                int(rows[i]),
+                int(timers[candidates[i]]),
+                fields[int(at_rows[candidates[i]])].as_py(),
+            )
+            if row is not None:
+                rows[i], same[i] = row, True
+        candidates, rows = candidates[same], rows[same]
+        taken = loaded.table.select([FIELD, VALUE]).take(rows)
+    return candidates, pa.Table.from_arrays(
+        [pa.array(loaded.timers[rows]), taken[FIELD], taken[VALUE]], schema=_FOUND)
 
 
 def _scan_equal_hash(loaded: Loaded, first: int, timer: int, name: str) -> int | None:

@@ -20,28 +20,21 @@ import shutil
 import sqlite3
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
-from functools import lru_cache
+from dataclasses import replace
 
-import numpy as np
 import pyarrow as pa
 
 from engine.runtime.errors import StreamRuntimeError
 from engine.runtime.state import keyed
-from engine.runtime.state.keyed import FIELD, KG, TIMER, VALUE, KeyedChanges, KeyedEntries
-from engine.runtime.state.sorted_runs import (
-    HASH,
-    Loaded,
-    Run,
-    RunFile,
-    entry_hashes,
-    live_entries,
-    live_entries_of_groups,
-    lookup,
-    runs_to_merge,
-    sorted_runs,
-    write_runs,
+from engine.runtime.state.keyed import KeyedChanges
+from engine.runtime.state.runs_entries import (
+    NEW,
+    GroupRow,
+    SortedRunsEntries,
+    runs_from_json,
+    runs_json,
 )
+from engine.runtime.state.sorted_runs import Loaded, MappedFiles, Run, write_runs
 
 KEYED_SCHEMA = (
     """CREATE TABLE IF NOT EXISTS keyed_groups (
@@ -55,24 +48,14 @@ INSERT INTO keyed_groups (operator, key_group, epoch, emitted, runs) VALUES (?, 
 ON CONFLICT (operator, key_group) DO UPDATE SET epoch = excluded.epoch,
     emitted = excluded.emitted, runs = excluded.runs
 """
-_NEW = "@new"  # the name of the file a commit is about to write
 _FILE_EPOCH = re.compile(r"^e(\d+)-[0-9a-f]+\.arrow$")
 _SAFE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # Run files this process has mapped, by path (``_open``). A commit unmaps those another
 # process deleted, so that their disk space does not stay taken while mapped here.
-_MAPPED: dict[str, RunFile] = {}
+_MAPPED = MappedFiles()
 
 
-@dataclass(frozen=True)
-class GroupRow:
-    """A key group's row: its mark, its runs (oldest first) as stored."""
-
-    epoch: int
-    runs: tuple[Run, ...]
-    text: str
-
-
-class SqliteKeyedEntries(KeyedEntries):
+class SqliteKeyedEntries(SortedRunsEntries):
     """The keyed operations of ``SqliteStateStore`` (which provides ``_keyed_db`` and
     ``runs_root``)."""
 
@@ -80,38 +63,6 @@ class SqliteKeyedEntries(KeyedEntries):
 
     def _keyed_db(self) -> sqlite3.Connection:  # provided by the store
         raise NotImplementedError
-
-    def marks(self, operator: str, key_groups: Iterable[int]) -> dict[int, int]:
-        """Each group's mark, in one query."""
-        return {kg: row.epoch for kg, row in self._rows(operator, key_groups).items()}
-
-    def read_entries(self, operator: str, wanted: pa.Table) -> pa.Table:
-        """A binary search per wanted entry in each of its group's runs, newest first."""
-        if wanted.num_rows == 0:
-            return keyed.no_entries()
-        opened = self._open(operator, self._rows(operator, set(wanted[KG].to_pylist())))
-        hashes = pa.array(entry_hashes(wanted[TIMER], wanted[FIELD]), pa.uint64())
-        parts = []
-        for kg, part in keyed.slices_by(wanted.append_column(HASH, hashes), KG).items():
-            if kg not in opened:
-                continue
-            _, found = lookup(opened[kg][::-1], part, part[HASH].to_numpy())
-            if found.num_rows:
-                parts.append(_entries(kg, found))
-        found = pa.concat_tables(parts) if parts else keyed.no_entries()
-        self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
-        return found
-
-    def fire_timers(self, operator: str, key_groups: Iterable[int], until: int) -> pa.Table:
-        """The due entries: each run's timers <= ``until``, newest version of each."""
-        parts = []
-        for kg, runs in sorted(self._open(operator, self._rows(operator, key_groups)).items()):
-            due = live_entries(runs[::-1], until)
-            if due.num_rows:
-                parts.append(_entries(kg, due))
-        found = pa.concat_tables(parts) if parts else keyed.no_entries()
-        self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
-        return found
 
     def read_emitted(self, operator: str, key_groups: Iterable[int]) -> dict[int, pa.Table]:
         """The rows each group's last commit emitted."""
@@ -141,83 +92,14 @@ class SqliteKeyedEntries(KeyedEntries):
         )
         saves: dict[int, tuple[str, bytes | None]] = {}
         for kg, change in live.items():
-            listed = [r if r.file != _NEW else replace(r, file=name) for r in runs[kg]]
+            listed = [r if r.file != NEW else replace(r, file=name) for r in runs[kg]]
             emitted = keyed.ipc_bytes(change.emitted) if change.emitted is not None else None
-            saves[kg] = (json.dumps([run.as_json() for run in listed]), emitted)
+            saves[kg] = (runs_json(listed), emitted)
             written += len(emitted) if emitted else 0
         self._save(operator, epoch, saves, before)
         self._collect_garbage(operator, epoch)
-        _unmap_deleted()
+        _MAPPED.unmap_deleted()
         return written
-
-    def _next_runs(
-        self, operator: str, before: Mapping[int, GroupRow], changes: Mapping[int, KeyedChanges]
-    ) -> tuple[dict[int, list[Run]], list[pa.Table]]:
-        """Each group's runs after its change (a new run, then any merge), and the tables
-        of the runs to write, which are named ``_NEW`` with their batch in those tables (a
-        new run merged away in the same commit is never written)."""
-        putting = [kg for kg, c in changes.items() if c.puts is not None and c.puts.num_rows]
-        puts = [changes[kg].puts for kg in putting]
-        new_runs: dict[int, pa.Table] = {}
-        if puts:
-            sorted_puts = sorted_runs(puts, entry_hashes(*_columns(puts)))
-            new_runs = dict(zip(putting, sorted_puts, strict=True))
-        loaded = self._open(operator, before)
-        groups: dict[int, list[Loaded | Run]] = {}
-        for kg, change in changes.items():
-            group = groups[kg] = list(loaded.get(kg, ()))
-            if kg in new_runs:
-                table = new_runs[kg]
-                group.append(_as_loaded(Run(_NEW, table.num_rows, tuple(change.fired)), table))
-            elif change.fired:
-                group.append(Run(None, 0, tuple(change.fired)))
-        tables: list[pa.Table] = []
-        runs: dict[int, list[Run]] = {}
-        for kg, items in self._merged(groups).items():
-            runs[kg] = []
-            for item in items:
-                run = _run(item)
-                if isinstance(item, Loaded) and run.file == _NEW:
-                    run = replace(run, batch=len(tables))
-                    tables.append(item.table)
-                runs[kg].append(run)
-        return runs, tables
-
-    def _merged(self, groups: Mapping[int, list[Loaded | Run]]) -> dict[int, list[Loaded | Run]]:
-        """Each group with its newest runs merged into one where ``runs_to_merge`` says;
-        the merges without fired timers all in one sort (``live_entries_of_groups``)."""
-        counts = {kg: runs_to_merge([_run(g) for g in group], kg) for kg, group in groups.items()}
-        plain = {
-            kg: [g for g in group[-counts[kg] :] if isinstance(g, Loaded)][::-1]
-            for kg, group in groups.items()
-            if counts[kg] and not any(_run(g).fired for g in group[-counts[kg] :])
-        }
-        together = live_entries_of_groups(plain) if plain else {}
-        return {
-            kg: self._merged_group(group, counts[kg], together.get(kg))
-            for kg, group in groups.items()
-        }
-
-    def _merged_group(
-        self, group: list[Loaded | Run], count: int, merged: pa.Table | None
-    ) -> list[Loaded | Run]:
-        """``group`` with its ``count`` newest runs merged into one (``merged``: their live
-        entries, if already found)."""
-        if not count:
-            return group
-        merging = group[-count:]
-        self.bytes_read += sum(g.table.nbytes for g in merging if isinstance(g, Loaded))
-        if merged is None:
-            merged = live_entries(merging[::-1])
-        fired: tuple[int, ...] = ()
-        if count < len(group):  # older runs remain: the merged run still hides their timers
-            fired = tuple(sorted({t for g in merging for t in _run(g).fired}))
-        kept = group[:-count]
-        if merged.num_rows:
-            kept.append(_as_loaded(Run(_NEW, merged.num_rows, fired), merged))
-        elif fired:
-            kept.append(Run(None, 0, fired))
-        return kept
 
     def _save(
         self,
@@ -273,11 +155,7 @@ class SqliteKeyedEntries(KeyedEntries):
                 if run.file is None:
                     group.append(run)
                     continue
-                path = os.path.join(directory, run.file)
-                mapped = _MAPPED.get(path)
-                if mapped is None:
-                    mapped = _MAPPED[path] = RunFile(path)
-                group.append(mapped.loaded(run))
+                group.append(_MAPPED.file(os.path.join(directory, run.file)).loaded(run))
             opened[kg] = group
         return opened
 
@@ -322,41 +200,6 @@ class SqliteKeyedEntries(KeyedEntries):
         shutil.rmtree(self.runs_root, ignore_errors=True)
         for path in [p for p in _MAPPED if p.startswith(self.runs_root + os.sep)]:
             del _MAPPED[path]
-
-
-def _unmap_deleted() -> None:
-    for path in [p for p in _MAPPED if not os.path.exists(p)]:
-        del _MAPPED[path]
-
-
-@lru_cache(maxsize=8192)
-def runs_from_json(text: str) -> tuple[Run, ...]:
-    """Runs from their stored JSON list (a group's list is read every epoch, and most
-    groups' lists are the ones this process read or wrote the epoch before)."""
-    return tuple(Run.from_json(item) for item in json.loads(text))
-
-
-def _entries(kg: int, rows: pa.Table) -> pa.Table:
-    return pa.Table.from_arrays(
-        [pa.array(np.full(rows.num_rows, kg, np.int32)), rows[TIMER], rows[FIELD], rows[VALUE]],
-        schema=keyed.ENTRIES,
-    )
-
-
-def _columns(puts: list[pa.Table]) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
-    """The timers and fields of several puts tables, in order (their chunks, not copied)."""
-    return (
-        pa.chunked_array([c for p in puts for c in p[TIMER].chunks], pa.int64()),
-        pa.chunked_array([c for p in puts for c in p[FIELD].chunks], pa.string()),
-    )
-
-
-def _as_loaded(run: Run, table: pa.Table) -> Loaded:
-    return Loaded(run, table, table[HASH].to_numpy(), table[TIMER].to_numpy())
-
-
-def _run(item: Loaded | Run) -> Run:
-    return item.run if isinstance(item, Loaded) else item
 
 
 def _written_before(name: str, epoch: int) -> bool:

@@ -32,9 +32,10 @@ def engine_run_command(
 
 
 def engine_env(data_dir: Path, *, cluster: bool = False) -> dict[str, str]:
-    """The environment of a run whose files sinks write under ``data_dir``; ``cluster``: one
-    that talks to a loopback standalone cluster."""
-    env = {**os.environ, "PYTHONPATH": project_root(), "STREAMSCALE_DATA_DIR": str(data_dir)}
+    """The environment of a run whose files sinks write under ``data_dir`` (where the Redis
+    store caches runs too); ``cluster``: one that talks to a loopback standalone cluster."""
+    env = {**os.environ, "PYTHONPATH": project_root(), "STREAMSCALE_DATA_DIR": str(data_dir),
+           "STREAMSCALE_RUNS_CACHE": str(data_dir / "runs-cache")}
     if cluster:
         env["SPARK_LOCAL_IP"] = "127.0.0.1"
     return env

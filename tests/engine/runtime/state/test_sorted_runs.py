@@ -136,6 +136,18 @@ def store(tmp_path):  # type: ignore[no-untyped-def]
     opened.clear()
 
 
+@pytest.fixture(params=["sqlite", "redis"])
+def runs_store(request, tmp_path, redis_url):  # type: ignore[no-untyped-def]
+    """A store that keeps windows as sorted runs: the embedded one, or Redis (its runs
+    cached in a folder of the test's)."""
+    location = str(tmp_path) if request.param == "sqlite" else redis_url
+    opened = open_store(StoreSpec(request.param, location, f"runs-{uuid.uuid4().hex[:8]}"))
+    if request.param == "redis":
+        opened.cache_root = str(tmp_path / "cache")
+    yield opened
+    opened.clear()
+
+
 _OPS = st.lists(
     st.tuples(
         st.integers(0, 2),  # key group
@@ -155,8 +167,9 @@ _OPS = st.lists(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(ops=_OPS)
-def test_reads_after_any_commits_equal_a_plain_map(store, ops) -> None:  # type: ignore[no-untyped-def]
+def test_reads_after_any_commits_equal_a_plain_map(runs_store, ops) -> None:  # type: ignore[no-untyped-def]
     """Puts and fires in any order, with the merges they cause, read like a dict."""
+    store = runs_store
     store.clear()
     model: dict[int, dict[tuple[int, str], str]] = {0: {}, 1: {}, 2: {}}
     every = [(t, f) for t in (10, 20, 30) for f in ("a", "b", "c", "d", "")]
@@ -199,8 +212,9 @@ _GROUP_CHANGE = st.tuples(
 )
 @given(commits=st.lists(st.dictionaries(st.integers(0, 3), _GROUP_CHANGE, min_size=1),
                         min_size=1, max_size=20))
-def test_commits_of_several_groups_read_like_a_plain_map(store, commits) -> None:  # type: ignore[no-untyped-def]
+def test_commits_of_several_groups_read_like_a_plain_map(runs_store, commits) -> None:  # type: ignore[no-untyped-def]
     """Several groups per commit, whose merges are found together in one sort."""
+    store = runs_store
     store.clear()
     model: dict[int, dict[tuple[int, str], str]] = {kg: {} for kg in range(4)}
     every = [(t, f) for t in (10, 20, 30) for f in ("a", "b", "c", "d", "")]

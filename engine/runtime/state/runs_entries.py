@@ -1,0 +1,198 @@
+"""The keyed layout as sorted runs (``sorted_runs.py``), whatever holds them: a key group's
+row (its mark, the rows it emitted and its list of runs) and the runs themselves, immutable
+Arrow IPC files. The embedded store keeps the rows in SQLite and the runs in files
+(``sqlite_keyed.py``); the Redis store keeps both in Redis and maps the runs from a local
+cache of their files (``redis_keyed.py``).
+
+This module is what both share: reading entries by key and by due timer from a group's
+runs, and working out a commit's new runs and merges. A store provides ``_rows`` (the
+groups' rows) and ``_open`` (their runs, mapped).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+import numpy as np
+import pyarrow as pa
+
+from engine.runtime.state import keyed
+from engine.runtime.state.keyed import FIELD, KG, TIMER, VALUE, KeyedChanges, KeyedEntries
+from engine.runtime.state.sorted_runs import (
+    HASH,
+    Loaded,
+    Run,
+    entry_hashes,
+    live_entries,
+    live_entries_of_groups,
+    lookup,
+    runs_to_merge,
+    sorted_runs,
+)
+
+NEW = "@new"  # the name of a run a commit is about to write
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """A key group's row: its mark, its runs (oldest first) as stored, and their text."""
+
+    epoch: int
+    runs: tuple[Run, ...]
+    text: str
+
+
+class SortedRunsEntries(KeyedEntries):
+    """Reads and commit planning of the sorted-runs layout; stores provide ``_rows`` and
+    ``_open``."""
+
+    def _rows(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupRow]:
+        """The rows of those of ``key_groups`` that have one."""
+        raise NotImplementedError
+
+    def _open(self, operator: str, rows: Mapping[int, GroupRow]) -> dict[int, list[Loaded | Run]]:
+        """The groups' runs, mapped, oldest first."""
+        raise NotImplementedError
+
+    def marks(self, operator: str, key_groups: Iterable[int]) -> dict[int, int]:
+        """Each group's mark."""
+        return {kg: row.epoch for kg, row in self._rows(operator, key_groups).items()}
+
+    def read_entries(self, operator: str, wanted: pa.Table) -> pa.Table:
+        """A binary search per wanted entry in each of its group's runs, newest first."""
+        if wanted.num_rows == 0:
+            return keyed.no_entries()
+        opened = self._open(operator, self._rows(operator, set(wanted[KG].to_pylist())))
+        hashes = pa.array(entry_hashes(wanted[TIMER], wanted[FIELD]), pa.uint64())
+        parts = []
+        for kg, part in keyed.slices_by(wanted.append_column(HASH, hashes), KG).items():
+            if kg not in opened:
+                continue
+            _, found = lookup(opened[kg][::-1], part, part[HASH].to_numpy())
+            if found.num_rows:
+                parts.append(entries_of(kg, found))
+        found = pa.concat_tables(parts) if parts else keyed.no_entries()
+        self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
+        return found
+
+    def fire_timers(self, operator: str, key_groups: Iterable[int], until: int) -> pa.Table:
+        """The due entries: each run's timers <= ``until``, newest version of each."""
+        parts = []
+        for kg, runs in sorted(self._open(operator, self._rows(operator, key_groups)).items()):
+            due = live_entries(runs[::-1], until)
+            if due.num_rows:
+                parts.append(entries_of(kg, due))
+        found = pa.concat_tables(parts) if parts else keyed.no_entries()
+        self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
+        return found
+
+    def _next_runs(
+        self, operator: str, before: Mapping[int, GroupRow], changes: Mapping[int, KeyedChanges]
+    ) -> tuple[dict[int, list[Run]], list[pa.Table]]:
+        """Each group's runs after its change (a new run, then any merge), and the tables
+        of the runs to write, which are named ``NEW`` with their index in those tables as
+        their batch (a new run merged away in the same commit is never written)."""
+        putting = [kg for kg, c in changes.items() if c.puts is not None and c.puts.num_rows]
+        puts = [changes[kg].puts for kg in putting]
+        new_runs: dict[int, pa.Table] = {}
+        if puts:
+            sorted_puts = sorted_runs(puts, entry_hashes(*_columns(puts)))
+            new_runs = dict(zip(putting, sorted_puts, strict=True))
+        loaded = self._open(operator, before)
+        groups: dict[int, list[Loaded | Run]] = {}
+        for kg, change in changes.items():
+            group = groups[kg] = list(loaded.get(kg, ()))
+            if kg in new_runs:
+                table = new_runs[kg]
+                group.append(as_loaded(Run(NEW, table.num_rows, tuple(change.fired)), table))
+            elif change.fired:
+                group.append(Run(None, 0, tuple(change.fired)))
+        tables: list[pa.Table] = []
+        runs: dict[int, list[Run]] = {}
+        for kg, items in self._merged(groups).items():
+            runs[kg] = []
+            for item in items:
+                run = run_of(item)
+                if isinstance(item, Loaded) and run.file == NEW:
+                    run = replace(run, batch=len(tables))
+                    tables.append(item.table)
+                runs[kg].append(run)
+        return runs, tables
+
+    def _merged(self, groups: Mapping[int, list[Loaded | Run]]) -> dict[int, list[Loaded | Run]]:
+        """Each group with its newest runs merged into one where ``runs_to_merge`` says;
+        the merges without fired timers all in one sort (``live_entries_of_groups``)."""
+        counts = {kg: runs_to_merge([run_of(g) for g in group], kg)
+                  for kg, group in groups.items()}
+        plain = {
+            kg: [g for g in group[-counts[kg] :] if isinstance(g, Loaded)][::-1]
+            for kg, group in groups.items()
+            if counts[kg] and not any(run_of(g).fired for g in group[-counts[kg] :])
+        }
+        together = live_entries_of_groups(plain) if plain else {}
+        return {
+            kg: self._merged_group(group, counts[kg], together.get(kg))
+            for kg, group in groups.items()
+        }
+
+    def _merged_group(
+        self, group: list[Loaded | Run], count: int, merged: pa.Table | None
+    ) -> list[Loaded | Run]:
+        """``group`` with its ``count`` newest runs merged into one (``merged``: their live
+        entries, if already found)."""
+        if not count:
+            return group
+        merging = group[-count:]
+        self.bytes_read += sum(g.table.nbytes for g in merging if isinstance(g, Loaded))
+        if merged is None:
+            merged = live_entries(merging[::-1])
+        fired: tuple[int, ...] = ()
+        if count < len(group):  # older runs remain: the merged run still hides their timers
+            fired = tuple(sorted({t for g in merging for t in run_of(g).fired}))
+        kept = group[:-count]
+        if merged.num_rows:
+            kept.append(as_loaded(Run(NEW, merged.num_rows, fired), merged))
+        elif fired:
+            kept.append(Run(None, 0, fired))
+        return kept
+
+
+@lru_cache(maxsize=8192)
+def runs_from_json(text: str) -> tuple[Run, ...]:
+    """Runs from their stored JSON list (a group's list is read every epoch, and most
+    groups' lists are the ones this process read or wrote the epoch before)."""
+    return tuple(Run.from_json(item) for item in json.loads(text))
+
+
+def runs_json(runs: Sequence[Run]) -> str:
+    """A group's list of runs as stored."""
+    return json.dumps([run.as_json() for run in runs])
+
+
+def entries_of(kg: int, rows: pa.Table) -> pa.Table:
+    """Run rows of group ``kg`` as an entries table."""
+    return pa.Table.from_arrays(
+        [pa.array(np.full(rows.num_rows, kg, np.int32)), rows[TIMER], rows[FIELD], rows[VALUE]],
+        schema=keyed.ENTRIES,
+    )
+
+
+def _columns(puts: list[pa.Table]) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
+    """The timers and fields of several puts tables, in order (their chunks, not copied)."""
+    return (
+        pa.chunked_array([c for p in puts for c in p[TIMER].chunks], pa.int64()),
+        pa.chunked_array([c for p in puts for c in p[FIELD].chunks], pa.string()),
+    )
+
+
+def as_loaded(run: Run, table: pa.Table) -> Loaded:
+    """A run not yet written, with its table."""
+    return Loaded(run, table, table[HASH].to_numpy(), table[TIMER].to_numpy())
+
+
+def run_of(item: Loaded | Run) -> Run:
+    """The run of a group's item, mapped or not."""
+    return item.run if isinstance(item, Loaded) else item

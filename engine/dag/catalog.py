@@ -245,6 +245,12 @@ _SINKS = (
         params=(_p("name", "identifier"),),
         doc="Keeps rows in memory for inspection and tests.",
     ),
+    _sink(
+        "sink.noop",
+        params=(),
+        doc="Computes rows and discards them, as Spark's noop sink: for benchmarks and dry "
+        "runs.",
+    ),
 )
 
 OPERATOR_TYPES: dict[str, OperatorType] = {t.name: t for t in (*_SOURCES, *_OPERATORS, *_SINKS)}

@@ -3,6 +3,7 @@
 - memory: a process-wide registry ``name -> {epoch: Arrow table}``.
 - files: the epoch is written under a temporary name, then renamed to ``epoch=<id>``.
 - postgres: rows and a (sink, epoch) commit record go in one transaction.
+- noop: the rows are computed and discarded (benchmarks, dry runs).
 """
 
 from __future__ import annotations
@@ -112,6 +113,17 @@ class FilesSink(Sink):
         return -1  # row count unknown without a second pass
 
 
+class NoopSink(Sink):
+    """Computes each epoch's rows and discards them, as Spark's ``noop`` format does (a
+    benchmark's sink: the rows are made, nothing is kept, so a replay has nothing to skip)."""
+
+    def write_epoch(self, df: Frame, epoch: int) -> int:
+        if isinstance(df, pa.Table):  # rows made without a Spark job (none, or collected)
+            return df.num_rows
+        df.write.format("noop").mode("overwrite").save()
+        return -1  # row count unknown without a second pass
+
+
 def build_sink(op_type: str, op_id: str, params: Mapping[str, Any], run_id: str) -> Sink:
     """The sink for a sink operator of the job graph."""
     if op_type == "sink.memory":
@@ -119,6 +131,8 @@ def build_sink(op_type: str, op_id: str, params: Mapping[str, Any], run_id: str)
     if op_type == "sink.files":
         return FilesSink(resolve_data_path(str(params["path"])),
                          str(params.get("format", "parquet")))
+    if op_type == "sink.noop":
+        return NoopSink()
     if op_type == "sink.postgres":
         from engine.runtime.io.postgres_sink import PostgresSink
 

@@ -174,9 +174,8 @@ class EpochPipeline:
                 # The order-preserving merge: rows reach the sink in the order they entered
                 # the parallel region(s), as a sequential run would write them.
                 inputs = inputs.orderBy(SEQUENCE).drop(SEQUENCE)
-            if isinstance(inputs, DataFrame):
-                inputs = inputs.persist(StorageLevel.MEMORY_AND_DISK)
-                self._cached.append(inputs)
+            # A sink's write is its input's only action in the epoch (its latency observed
+            # on it), so the input is not cached for it.
             written = inputs
             column = _event_time_column(inputs)
             if column is not None:

@@ -73,3 +73,21 @@ def test_an_epoch_that_emitted_nothing_commits_its_sink_without_a_spark_job(spar
     empty = [finished["committed"][e] for e, rows in emitted.items() if rows == 0]
     full = next(finished["committed"][e] for e, rows in emitted.items() if rows)
     assert all(table.schema == full.schema for table in empty)
+
+
+def test_a_noop_sink_computes_the_rows_it_discards(spark, tmp_path) -> None:
+    """The benchmarks' sink: an epoch that emitted rows runs the sink's write (its latency
+    observed on it, as for a sink that keeps them); one that emitted none runs no job."""
+    publisher = CollectingPublisher()
+    run = start_run(window_job({"type": "sink.noop", "params": {}}),
+                    checkpoint=str(tmp_path / "ckpt"), publisher=publisher, spark=spark,
+                    epoch_ms=1000, trigger_ms=0, stop_after_epoch=9)
+    assert run.wait(240) == "stopped"
+    run.flush()
+    finished = {"run_id": run.run_id}
+    emitted = {m["epoch"]: m["operators"]["counts"]["rows_out"] for m in publisher.epochs}
+    assert 0 in emitted.values() and any(emitted.values())
+    for metrics in publisher.epochs:
+        rows = emitted[metrics["epoch"]]
+        assert bool(_jobs(spark, finished, metrics["epoch"], "out")) == (rows > 0)
+        assert (metrics["latency_ms"]["p50"] is not None) == (rows > 0), metrics["epoch"]

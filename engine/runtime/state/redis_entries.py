@@ -114,15 +114,9 @@ class RedisEntriesLayout(KeyedEntries):
 
     def read_emitted(self, operator: str, key_groups: Iterable[int]) -> dict[int, pa.Table]:
         """The rows each group's last commit emitted."""
-        groups = sorted(set(key_groups))
-        pipe = self._redis.pipeline(transaction=False)
-        for kg in groups:
-            pipe.hget(self._tag(operator, kg) + ":mark", "emitted")
-        found = {}
-        for kg, data in zip(groups, pipe.execute() if groups else [], strict=True):
-            if data:
-                self.bytes_read += len(data)
-                found[kg] = keyed.ipc_table(data)
+        found, size = emitted_rows(
+            self._redis, {kg: self._tag(operator, kg) + ":mark" for kg in set(key_groups)})
+        self.bytes_read += size
         return found
 
     def commit_entries(self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges]) -> int:
@@ -146,6 +140,21 @@ class RedisEntriesLayout(KeyedEntries):
     def _counted(self, found: pa.Table) -> pa.Table:
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
+
+
+def emitted_rows(client: redis.Redis, keys: Mapping[int, str]) -> tuple[dict[int, pa.Table], int]:
+    """The rows each group's last commit emitted (the ``emitted`` field of each group's hash
+    at ``keys[kg]``), in one round trip, and the bytes read."""
+    groups = sorted(keys)
+    pipe = client.pipeline(transaction=False)
+    for kg in groups:
+        pipe.hget(keys[kg], "emitted")
+    found, size = {}, 0
+    for kg, data in zip(groups, pipe.execute() if groups else [], strict=True):
+        if data:
+            size += len(data)
+            found[kg] = keyed.ipc_table(data)
+    return found, size
 
 
 def _commit_args(epoch: int, kg: int, prefix: str, change: KeyedChanges) -> tuple[list[Any], int]:

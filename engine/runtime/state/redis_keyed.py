@@ -40,7 +40,7 @@ import redis
 from engine.runtime.errors import StreamRuntimeError
 from engine.runtime.state import keyed
 from engine.runtime.state.keyed import FIELD, TIMER, VALUE, KeyedChanges
-from engine.runtime.state.redis_entries import RedisEntriesLayout
+from engine.runtime.state.redis_entries import RedisEntriesLayout, emitted_rows
 from engine.runtime.state.runs_entries import (
     NEW,
     GroupRow,
@@ -134,15 +134,9 @@ class RedisKeyedEntries(SortedRunsEntries):
         old = self._old_layout(operator)
         if old is not None:
             return self._counted_from(old, old.read_emitted(operator, key_groups))
-        groups = sorted(set(key_groups))
-        pipe = self._redis.pipeline(transaction=False)
-        for kg in groups:
-            pipe.hget(self._tag(operator, kg) + ":g", "emitted")
-        found = {}
-        for kg, data in zip(groups, pipe.execute() if groups else [], strict=True):
-            if data:
-                self.bytes_read += len(data)
-                found[kg] = keyed.ipc_table(data)
+        found, size = emitted_rows(
+            self._redis, {kg: self._tag(operator, kg) + ":g" for kg in set(key_groups)})
+        self.bytes_read += size
         return found
 
     def commit_entries(self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges]) -> int:
@@ -155,9 +149,7 @@ class RedisKeyedEntries(SortedRunsEntries):
             return old.commit_entries(operator, epoch, changes)
         if not changes:
             return 0
-        before = self._rows(operator, changes)
-        live = {kg: c for kg, c in changes.items() if kg not in before or before[kg].epoch < epoch}
-        runs, tables = self._next_runs(operator, before, live)
+        before, live, runs, tables = self._planned(operator, epoch, changes)
         name = f"e{epoch}-{uuid.uuid4().hex}"
         if tables:
             path = os.path.join(self._cache_dir(operator), name)

@@ -89,6 +89,16 @@ class SortedRunsEntries(KeyedEntries):
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
 
+    def _planned(
+        self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges]
+    ) -> tuple[dict[int, GroupRow], dict[int, KeyedChanges], dict[int, list[Run]], list[pa.Table]]:
+        """A commit's plan: the groups' rows before it, the changes of the groups whose
+        mark is before ``epoch`` (a replay skips the others), and ``_next_runs`` of those."""
+        before = self._rows(operator, changes)
+        live = {kg: c for kg, c in changes.items() if kg not in before or before[kg].epoch < epoch}
+        runs, tables = self._next_runs(operator, before, live)
+        return before, live, runs, tables
+
     def _next_runs(
         self, operator: str, before: Mapping[int, GroupRow], changes: Mapping[int, KeyedChanges]
     ) -> tuple[dict[int, list[Run]], list[pa.Table]]:

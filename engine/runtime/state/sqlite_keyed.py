@@ -83,9 +83,7 @@ class SqliteKeyedEntries(SortedRunsEntries):
         row in one transaction, then the files no row names any more deleted."""
         if not changes:
             return 0
-        before = self._rows(operator, changes)
-        live = {kg: c for kg, c in changes.items() if kg not in before or before[kg].epoch < epoch}
-        runs, tables = self._next_runs(operator, before, live)
+        before, live, runs, tables = self._planned(operator, epoch, changes)
         name = f"e{epoch}-{uuid.uuid4().hex}.arrow"
         written = (
             write_runs(os.path.join(self._operator_dir(operator), name), tables) if tables else 0

@@ -37,6 +37,8 @@ class LoopbackCluster:
             "SPARK_HOME": str(home),
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_NO_DAEMONIZE": "1",
+            # The Redis store's cache of state runs, as one machine's workers share it.
+            "STREAMSCALE_RUNS_CACHE": str(self.workdir / "runs-cache"),
         }
         port = free_port()
         self.url = f"spark://127.0.0.1:{port}"

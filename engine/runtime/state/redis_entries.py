@@ -64,7 +64,7 @@ class RedisEntriesLayout(KeyedEntries):
 
     def keyed_groups_key(self, operator: str) -> str:
         """The set of the operator's groups with keyed state."""
-        return f"{self._ns}:keyed:{operator}"
+        return entries_groups_key(self._ns, operator)
 
     def marks(self, operator: str, key_groups: Iterable[int]) -> dict[int, int]:
         """Each group's mark, in one round trip."""
@@ -140,6 +140,11 @@ class RedisEntriesLayout(KeyedEntries):
     def _counted(self, found: pa.Table) -> pa.Table:
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
+
+
+def entries_groups_key(namespace: str, operator: str) -> str:
+    """The set of the operator's groups whose state is in this layout."""
+    return f"{namespace}:keyed:{operator}"
 
 
 def emitted_rows(client: redis.Redis, keys: Mapping[int, str]) -> tuple[dict[int, pa.Table], int]:

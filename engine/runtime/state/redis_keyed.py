@@ -40,7 +40,11 @@ import redis
 from engine.runtime.errors import StreamRuntimeError
 from engine.runtime.state import keyed
 from engine.runtime.state.keyed import FIELD, TIMER, VALUE, KeyedChanges
-from engine.runtime.state.redis_entries import RedisEntriesLayout, emitted_rows
+from engine.runtime.state.redis_entries import (
+    RedisEntriesLayout,
+    emitted_rows,
+    entries_groups_key,
+)
 from engine.runtime.state.runs_entries import (
     NEW,
     GroupRow,
@@ -108,7 +112,7 @@ class RedisKeyedEntries(SortedRunsEntries):
     def keyed_groups(self, operator: str) -> set[int]:
         """Key groups of ``operator`` with keyed state, in either layout."""
         members: Any = self._redis.sunion(
-            [self.keyed_groups_key(operator), f"{self._ns}:keyed:{operator}"])
+            [self.keyed_groups_key(operator), entries_groups_key(self._ns, operator)])
         return {int(m) for m in members}
 
     def marks(self, operator: str, key_groups: Iterable[int]) -> dict[int, int]:
@@ -278,7 +282,7 @@ class RedisKeyedEntries(SortedRunsEntries):
         nothing writes that layout any more)."""
         if operator not in self._entries_layout:
             old = None
-            if self._redis.exists(f"{self._ns}:keyed:{operator}"):
+            if self._redis.exists(entries_groups_key(self._ns, operator)):
                 old = RedisEntriesLayout()
                 old._redis, old._ns = self._redis, self._ns
             self._entries_layout[operator] = old

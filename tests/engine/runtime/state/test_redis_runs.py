@@ -71,7 +71,7 @@ def test_redis_and_the_cache_hold_only_the_runs_groups_name(redis_url, namespace
               for key in client.scan_iter(match=f"{{{namespace}:op:*}}:r:*")}
     assert stored == named and 3 <= len(named) < 30  # merged runs were deleted from Redis
     cached = set(os.listdir(store._cache_dir("op")))
-    assert cached <= {file for _, file in {(kg, n.split(".")[0]) for kg, n in named}}
+    assert cached <= {name.split(".")[0] for _, name in named}
     assert 1 <= len(cached) < 20
     assert store.keyed_groups("op") == {0, 1, 2} == store.groups("op")
 

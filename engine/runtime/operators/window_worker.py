@@ -31,7 +31,7 @@ from engine.runtime.operators.window_spec import (
 )
 from engine.runtime.state import StateStore
 from engine.runtime.state.entries import check_types, decode, encode
-from engine.runtime.state.keyed import FIELD, TIMER, VALUE, KeyedChanges
+from engine.runtime.state.keyed import AT, FIELD, TIMER, VALUE, KeyedChanges
 from engine.runtime.state.keyed import KG as ENTRY_KG
 
 
@@ -122,16 +122,47 @@ def _merged(task: Any, store: StateStore, partials: pa.Table | None) -> pa.Table
     if partials is None:
         return None
     spec: WindowSpec = task.spec
-    wanted = pa.table(
-        {
-            ENTRY_KG: partials[KG],
-            TIMER: partials[WINDOW_END],
-            FIELD: _field(spec, partials),
-        }
-    )
+    fields = _field(spec, partials)
+    wanted = pa.table({ENTRY_KG: partials[KG], TIMER: partials[WINDOW_END], FIELD: fields})
     stored = store.read_entries(spec.operator, wanted)
+    if AT in stored.column_names:
+        # Each stored entry is one of the input's rows: merged in place, the keys neither
+        # decoded nor encoded again, nor a group-by to find them.
+        merged = _merged_at(task, partials, stored)
+        return merged.append_column(FIELD, fields)
     state = _as_partials(task, stored) if stored.num_rows else None
     return merge_partials(spec, state, partials)
+
+
+_MERGES = {"sum": pc.add, "min": pc.min_element_wise, "max": pc.max_element_wise}
+
+
+def _merged_at(task: Any, partials: pa.Table, stored: pa.Table) -> pa.Table:
+    """``partials`` with the stored values (``VALUE`` at ``AT``) merged into their rows; a
+    null on either side (a sum or min of nulls only) keeps the other side."""
+    if stored.num_rows == 0:
+        return partials
+    spec: WindowSpec = task.spec
+    schema: pa.Schema = task.state_schema
+    order = np.argsort(stored[AT].to_numpy(), kind="stable")
+    at = pa.array(stored[AT].to_numpy()[order])
+    values = decode(stored[VALUE].take(pa.array(order)),
+                    pa.schema([schema.field(p.name) for p in spec.partials]))
+    mask = np.zeros(partials.num_rows, dtype=bool)
+    mask[at.to_numpy()] = True
+    mask_array = pa.array(mask)
+    for partial in spec.partials:
+        column = partials[partial.name].combine_chunks()
+        mine = pc.take(column, at)
+        theirs = values[partial.name].cast(column.type)
+        both = _MERGES[partial.merge](mine, theirs)
+        both = pc.if_else(pc.is_null(mine), theirs, pc.if_else(pc.is_null(theirs), mine, both))
+        if isinstance(both, pa.ChunkedArray):
+            both = both.combine_chunks()
+        merged = pc.replace_with_mask(column, mask_array, both)
+        partials = partials.set_column(partials.schema.get_field_index(partial.name),
+                                       partial.name, merged)
+    return partials
 
 
 def _as_partials(task: Any, entries: pa.Table) -> pa.Table:
@@ -179,7 +210,7 @@ def _entries(spec: WindowSpec, merged: pa.Table) -> pa.Table:
         {
             KG: merged[KG],
             TIMER: merged[WINDOW_END],
-            FIELD: _field(spec, merged),
+            FIELD: merged[FIELD] if FIELD in merged.column_names else _field(spec, merged),
             VALUE: encode(merged, [p.name for p in spec.partials]),
         }
     )

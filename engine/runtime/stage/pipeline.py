@@ -112,13 +112,18 @@ class EpochPipeline:
             result.sink_commit_s = time.time()
             result.latency_ms = _latency(latency_inputs, result.sink_commit_s)
         finally:
-            for cached in self._cached:
-                cached.unpersist()
+            self.release()
         result.rows_out.update(self._observed())
         result.rows_out.update(self._counted)
         result.instances.update(self._instances)
         result.dead_letters = self.dead_letters
         return result
+
+    def release(self) -> None:
+        """Releases what the epoch cached on the executors (an attempt's too, if voided)."""
+        for cached in self._cached:
+            cached.unpersist()
+        self._cached.clear()
 
     def _evaluate(
         self,
@@ -225,7 +230,9 @@ class EpochPipeline:
                 self.store,
             )
             stage = stage_fn(spec, inputs, at)
-        self._cached.append(stage.cached)
+            # Released with the epoch's other outputs even when an interrupt that came once
+            # the instances ran voids this attempt as the stage ends.
+            self._cached.append(stage.cached)
         result.stage_reports[op_id] = stage.reports
         result.rows_out[op_id] = sum(r["rows_out"] for r in stage.reports)
         if result.rows_out[op_id] == 0:

@@ -26,6 +26,9 @@ KG = "kg"
 TIMER = "timer"
 FIELD = "field"
 VALUE = "value"
+AT = "at"
+"""A found entry's row among the wanted ones, in what ``read_entries`` answers on layouts that
+know it (the sorted runs): the caller merges by position instead of matching keys again."""
 ENTRIES = pa.schema(
     [(KG, pa.int32()), (TIMER, pa.int64()), (FIELD, pa.string()), (VALUE, pa.string())]
 )

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.runtime.state import keyed
-from engine.runtime.state.keyed import FIELD, KG, TIMER, VALUE, KeyedChanges, KeyedEntries
+from engine.runtime.state.keyed import AT, FIELD, KG, TIMER, VALUE, KeyedChanges, KeyedEntries
 from engine.runtime.state.sorted_runs import (
     HASH,
     Loaded,
@@ -62,19 +62,24 @@ class SortedRunsEntries(KeyedEntries):
         return {kg: row.epoch for kg, row in self._rows(operator, key_groups).items()}
 
     def read_entries(self, operator: str, wanted: pa.Table) -> pa.Table:
-        """A binary search per wanted entry in each of its group's runs, newest first."""
+        """A binary search per wanted entry in each of its group's runs, newest first; each
+        found entry with its row among ``wanted`` (``AT``)."""
         if wanted.num_rows == 0:
-            return keyed.no_entries()
+            return _with_at(keyed.no_entries(), np.zeros(0, np.int64))
         opened = self._open(operator, self._rows(operator, set(wanted[KG].to_pylist())))
         hashes = pa.array(entry_hashes(wanted[TIMER], wanted[FIELD]), pa.uint64())
+        rows = pa.array(np.arange(wanted.num_rows, dtype=np.int64))
         parts = []
-        for kg, part in keyed.slices_by(wanted.append_column(HASH, hashes), KG).items():
+        searched = wanted.append_column(HASH, hashes).append_column(AT, rows)
+        for kg, part in keyed.slices_by(searched, KG).items():
             if kg not in opened:
                 continue
-            _, found = lookup(opened[kg][::-1], part, part[HASH].to_numpy())
+            positions, found = lookup(opened[kg][::-1], part, part[HASH].to_numpy())
             if found.num_rows:
-                parts.append(entries_of(kg, found))
-        found = pa.concat_tables(parts) if parts else keyed.no_entries()
+                at = part[AT].to_numpy()[positions]
+                parts.append(_with_at(entries_of(kg, found), at))
+        found = (pa.concat_tables(parts) if parts
+                 else _with_at(keyed.no_entries(), np.zeros(0, np.int64)))
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
 
@@ -188,6 +193,10 @@ def entries_of(kg: int, rows: pa.Table) -> pa.Table:
         [pa.array(np.full(rows.num_rows, kg, np.int32)), rows[TIMER], rows[FIELD], rows[VALUE]],
         schema=keyed.ENTRIES,
     )
+
+
+def _with_at(entries: pa.Table, at: np.ndarray) -> pa.Table:
+    return entries.append_column(AT, pa.array(at, pa.int64()))
 
 
 def _columns(puts: list[pa.Table]) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:

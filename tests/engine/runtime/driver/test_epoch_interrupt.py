@@ -165,3 +165,34 @@ def test_a_rescale_during_the_stage_takes_effect_in_the_running_epoch(spark, tmp
     expected = expected_windows(spark, run.start_ms, last, [(0, "event_type = 'view'")])
     assert expected and actual_windows(memory_sink_rows(name)) == expected
     clear_memory_sink(name)
+
+
+def test_a_stage_output_voided_as_its_stage_ends_is_still_released(spark, tmp_path) -> None:
+    """An interrupt that comes once the instances run lets the stage end, then voids the
+    attempt: the stage's cached output must still be released with the epoch's."""
+    from engine.dag import parse_job_graph
+    from engine.planner import plan_job
+    from engine.runtime.control.run_config import initial_config
+    from engine.runtime.stage.pipeline import EpochPipeline, EpochResult
+    from engine.runtime.stage.vsn_stage import StageResult
+    from engine.runtime.state import StoreSpec
+
+    graph = parse_job_graph(window_job({"type": "sink.memory", "params": {}}))
+    clock = StageClock(spark, f"voided-{uuid.uuid4().hex[:6]}")
+    clock.begin(1, 0)
+    pipeline = EpochPipeline(graph, initial_config(plan_job(graph)), 1, {},
+                             StoreSpec("sqlite", str(tmp_path)), {}, clock=clock)
+    cached_before = spark.sparkContext._jsc.getPersistentRDDs().size()
+
+    def stage(spec: Any, inputs: Any, at: Any) -> StageResult:
+        output = spark.range(10).persist()
+        output.count()
+        assert clock.interrupt("counts")  # the instances have run: nothing is cancelled
+        return StageResult(cached=output, reports=[], emitted=output.schema)
+
+    with pytest.raises(EpochInterrupted):
+        pipeline._keyed("counts", stage, None, None, EpochResult())
+    clock.end()
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == cached_before + 1
+    pipeline.release()
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == cached_before

@@ -18,7 +18,6 @@ from engine.runtime.operators.columns import KG
 from engine.runtime.operators.window_merge import (
     drop_late,
     finalize,
-    merge_partials,
     partials_from_rows,
     slices_by_group,
 )
@@ -124,14 +123,10 @@ def _merged(task: Any, store: StateStore, partials: pa.Table | None) -> pa.Table
     spec: WindowSpec = task.spec
     fields = _field(spec, partials)
     wanted = pa.table({ENTRY_KG: partials[KG], TIMER: partials[WINDOW_END], FIELD: fields})
+    # Each stored entry answers one of the input's rows (``AT``): merged there, the keys
+    # neither decoded nor encoded again, nor a group-by to find them.
     stored = store.read_entries(spec.operator, wanted)
-    if AT in stored.column_names:
-        # Each stored entry is one of the input's rows: merged in place, the keys neither
-        # decoded nor encoded again, nor a group-by to find them.
-        merged = _merged_at(task, partials, stored)
-        return merged.append_column(FIELD, fields)
-    state = _as_partials(task, stored) if stored.num_rows else None
-    return merge_partials(spec, state, partials)
+    return _merged_at(task, partials, stored).append_column(FIELD, fields)
 
 
 _MERGES = {"sum": pc.add, "min": pc.min_element_wise, "max": pc.max_element_wise}
@@ -144,12 +139,14 @@ def _merged_at(task: Any, partials: pa.Table, stored: pa.Table) -> pa.Table:
         return partials
     spec: WindowSpec = task.spec
     schema: pa.Schema = task.state_schema
-    order = np.argsort(stored[AT].to_numpy(), kind="stable")
-    at = pa.array(stored[AT].to_numpy()[order])
+    # In the input's row order, as ``replace_with_mask`` takes its replacements.
+    rows = stored[AT].to_numpy()
+    order = np.argsort(rows, kind="stable")
+    at = pa.array(rows[order])
     values = decode(stored[VALUE].take(pa.array(order)),
                     pa.schema([schema.field(p.name) for p in spec.partials]))
     mask = np.zeros(partials.num_rows, dtype=bool)
-    mask[at.to_numpy()] = True
+    mask[rows] = True
     mask_array = pa.array(mask)
     for partial in spec.partials:
         column = partials[partial.name].combine_chunks()
@@ -210,7 +207,7 @@ def _entries(spec: WindowSpec, merged: pa.Table) -> pa.Table:
         {
             KG: merged[KG],
             TIMER: merged[WINDOW_END],
-            FIELD: merged[FIELD] if FIELD in merged.column_names else _field(spec, merged),
+            FIELD: merged[FIELD],
             VALUE: encode(merged, [p.name for p in spec.partials]),
         }
     )

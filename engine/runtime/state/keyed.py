@@ -27,11 +27,13 @@ TIMER = "timer"
 FIELD = "field"
 VALUE = "value"
 AT = "at"
-"""A found entry's row among the wanted ones, in what ``read_entries`` answers on layouts that
-know it (the sorted runs): the caller merges by position instead of matching keys again."""
+"""A found entry's row among the wanted ones (``read_entries``): the caller merges by position
+instead of matching keys again."""
 ENTRIES = pa.schema(
     [(KG, pa.int32()), (TIMER, pa.int64()), (FIELD, pa.string()), (VALUE, pa.string())]
 )
+FOUND = ENTRIES.append(pa.field(AT, pa.int64()))
+"""What ``read_entries`` answers: entries, each with its row among the wanted (``AT``)."""
 _KEYED = "@keyed"
 
 
@@ -48,6 +50,15 @@ class KeyedChanges:
 def no_entries() -> pa.Table:
     """An empty entries table."""
     return ENTRIES.empty_table()
+
+
+def found_among(wanted: pa.Table, entries: pa.Table) -> pa.Table:
+    """``entries`` (some of ``wanted``'s ``KG``, ``TIMER``, ``FIELD``) with each one's row among
+    ``wanted`` (``AT``), for layouts whose reads do not keep it."""
+    keys = [KG, TIMER, FIELD]
+    rows = pa.array(np.arange(wanted.num_rows, dtype=np.int64))
+    return entries.join(wanted.select(keys).append_column(AT, rows), keys,
+                        join_type="inner").select(FOUND.names)
 
 
 def entries_table(
@@ -127,10 +138,10 @@ class KeyedEntries:
         return {kg: group.epoch for kg, group in groups.items()}
 
     def read_entries(self, operator: str, wanted: pa.Table) -> pa.Table:
-        """The stored entries among ``wanted`` (``KG``, ``TIMER``, ``FIELD``)."""
+        """The stored entries among ``wanted`` (``KG``, ``TIMER``, ``FIELD``), each with its
+        row there (``AT``)."""
         stored = self._all_entries(operator, set(wanted[KG].to_pylist()))
-        keys = [KG, TIMER, FIELD]
-        return stored.join(wanted.select(keys), keys, join_type="inner").select(ENTRIES.names)
+        return found_among(wanted, stored)
 
     def fire_timers(self, operator: str, key_groups: Iterable[int], until: int) -> pa.Table:
         """Every entry of the groups' timers at or before ``until``."""

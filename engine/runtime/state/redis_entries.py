@@ -78,7 +78,7 @@ class RedisEntriesLayout(KeyedEntries):
     def read_entries(self, operator: str, wanted: pa.Table) -> pa.Table:
         """``HMGET`` of each (group, timer)'s wanted fields, in one round trip."""
         if wanted.num_rows == 0:
-            return keyed.no_entries()
+            return keyed.FOUND.empty_table()
         asked = keyed.by_group_and_timer(wanted)
         pipe = self._redis.pipeline(transaction=False)
         for (kg, timer), names in asked.items():
@@ -91,7 +91,8 @@ class RedisEntriesLayout(KeyedEntries):
                     timers.append(timer)
                     fields.append(name)
                     values.append(value)
-        return self._counted(keyed.entries_table(kgs, timers, fields, values))
+        found = keyed.entries_table(kgs, timers, fields, values)
+        return self._counted(keyed.found_among(wanted, found))
 
     def fire_timers(self, operator: str, key_groups: Iterable[int], until: int) -> pa.Table:
         """The due timers from each group's index, then their entries."""

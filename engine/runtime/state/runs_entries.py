@@ -65,7 +65,7 @@ class SortedRunsEntries(KeyedEntries):
         """A binary search per wanted entry in each of its group's runs, newest first; each
         found entry with its row among ``wanted`` (``AT``)."""
         if wanted.num_rows == 0:
-            return _with_at(keyed.no_entries(), np.zeros(0, np.int64))
+            return keyed.FOUND.empty_table()
         opened = self._open(operator, self._rows(operator, set(wanted[KG].to_pylist())))
         hashes = pa.array(entry_hashes(wanted[TIMER], wanted[FIELD]), pa.uint64())
         rows = pa.array(np.arange(wanted.num_rows, dtype=np.int64))
@@ -76,10 +76,9 @@ class SortedRunsEntries(KeyedEntries):
                 continue
             positions, found = lookup(opened[kg][::-1], part, part[HASH].to_numpy())
             if found.num_rows:
-                at = part[AT].to_numpy()[positions]
-                parts.append(_with_at(entries_of(kg, found), at))
-        found = (pa.concat_tables(parts) if parts
-                 else _with_at(keyed.no_entries(), np.zeros(0, np.int64)))
+                at = pa.array(part[AT].to_numpy()[positions])
+                parts.append(entries_of(kg, found).append_column(AT, at))
+        found = pa.concat_tables(parts) if parts else keyed.FOUND.empty_table()
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
 
@@ -193,10 +192,6 @@ def entries_of(kg: int, rows: pa.Table) -> pa.Table:
         [pa.array(np.full(rows.num_rows, kg, np.int32)), rows[TIMER], rows[FIELD], rows[VALUE]],
         schema=keyed.ENTRIES,
     )
-
-
-def _with_at(entries: pa.Table, at: np.ndarray) -> pa.Table:
-    return entries.append_column(AT, pa.array(at, pa.int64()))
 
 
 def _columns(puts: list[pa.Table]) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:

@@ -122,7 +122,7 @@ class EpochRunner:
         )
         pipeline = EpochPipeline(
             self.graph, config, epoch, plan["watermarks"], self.planner.store, self.sinks,
-            source_frames=frames, clock=self.clock,
+            source_frames=frames, clock=self.clock, closes=plan.get("closes", {}),
             source_counts={op: end - first for op, (first, end) in ranges.items()},
             plan=self.planner.running_plan(plan["config"]),
         )

@@ -28,6 +28,7 @@ from engine.runtime.driver.epoch_log import EpochLog
 from engine.runtime.driver.options import RunOptions, save_run_info
 from engine.runtime.io.source_load import ClockSource, build_meters
 from engine.runtime.io.streams import clock_source_rows
+from engine.runtime.operators.window_spec import parse_window_spec
 from engine.runtime.stage.logic_check import KEYED_SPECS, logic_checker
 from engine.runtime.state import StoreSpec, open_store
 
@@ -70,14 +71,16 @@ class EpochPlanner:
             config = {op: OperatorConfig.from_dict(c) for op, c in prev["config"].items()}
             cursor, watermarks = prev.get("cursor"), dict(prev["watermarks"])
             outcome, taken = self.log.outcome(prev_epoch), prev.get("sources", {})
-        watermarks = advance_watermarks(self.graph, config, watermarks, outcome)
+        before = None if previous is None else dict(config)
+        advanced = advance_watermarks(self.graph, config, watermarks, outcome)
         assert self.listener is not None
         commands = self.listener.drain()
         config, acks, stop = self._apply(config, commands, epoch, batch, outcome)
         plan = {
             "epoch": epoch,
             "config": {op: c.to_dict() for op, c in config.items()},
-            "watermarks": watermarks,
+            "watermarks": advanced,
+            "closes": windows_closing(self.graph, config, before, watermarks, advanced),
             "cursor": commands[-1].cursor if commands else cursor,
             "acks": acks,
             "stop": stop,
@@ -154,6 +157,30 @@ class EpochPlanner:
             first = taken[op][1] if op in taken else 0
             ranges[op] = list(clock.take(first, now_ms))
         return ranges
+
+
+def windows_closing(
+    graph: JobGraph, config: RunConfig, before: RunConfig | None,
+    watermarks: dict[str, Any], advanced: dict[str, int | None],
+) -> dict[str, bool]:
+    """Whether each window aggregate's watermark passes a window's end this epoch, the
+    only way one emits: windows end at ``window + k * slide``, and the epoch before fired
+    every timer up to its own watermark. An operator whose parameters changed since the
+    epoch before (or with no epoch before) may close any window."""
+    closes: dict[str, bool] = {}
+    for op in graph.operators:
+        if op.type != "window_aggregate":
+            continue
+        after, prior = advanced.get(op.id), watermarks.get(op.id)
+        same = before is not None and before[op.id].params == config[op.id].params
+        if after is None or prior is None or not same:
+            closes[op.id] = after is not None
+            continue
+        spec = parse_window_spec(op.id, config[op.id].params)
+        # The last window end at or before each watermark, counted in slides.
+        closes[op.id] = ((after - spec.window_us) // spec.slide_us
+                         > (prior - spec.window_us) // spec.slide_us)
+    return closes
 
 
 def advance_watermarks(

@@ -84,6 +84,9 @@ class EpochPipeline:
     source_counts: dict[str, int] = field(default_factory=dict)
     """The rows of each clock source in ``source_frames`` (its planned range's length)."""
     clock: StageClock | None = None
+    closes: dict[str, bool] = field(default_factory=dict)
+    """Whether each window aggregate's watermark passes a window's end in the epoch (the
+    plan's ``closes``); one not named may."""
     plan: PhysicalPlan | None = None
     """The planner's plan of ``config`` (``running_plan``): how each region's rows are split
     and merged. Made from ``graph`` and ``config`` when not given."""
@@ -228,11 +231,13 @@ class EpochPipeline:
                 config.parallelism,
                 self.watermarks.get(op_id),
                 self.store,
+                closes=self.closes.get(op_id, True),
             )
             stage = stage_fn(spec, inputs, at)
             # Released with the epoch's other outputs even when an interrupt that came once
             # the instances ran voids this attempt as the stage ends.
-            self._cached.append(stage.cached)
+            if stage.kept:
+                self._cached.append(stage.cached)
         result.stage_reports[op_id] = stage.reports
         result.rows_out[op_id] = sum(r["rows_out"] for r in stage.reports)
         if result.rows_out[op_id] == 0:

@@ -47,6 +47,9 @@ class StageResult:
     emitted: T.StructType
     """The emitted rows' columns as the instances write them."""
     timestamps: tuple[str, ...] = ()
+    kept: bool = True
+    """Whether ``cached`` is kept on the executors (to release): not for an epoch whose
+    output was the reports alone."""
 
     @property
     def schema(self) -> T.StructType:
@@ -77,6 +80,9 @@ class StageEpoch:
     parallelism: int
     watermark_us: int | None
     store: StoreSpec
+    closes: bool = True
+    """Whether the watermark may close a window in the epoch (a window aggregate's
+    instances emit nothing otherwise)."""
 
 
 @lru_cache(maxsize=64)
@@ -147,7 +153,8 @@ def run_window_stage(spec: WindowSpec, df: DataFrame, at: StageEpoch) -> StageRe
     """Runs one epoch of a window aggregate through the VSN instances."""
     rows = stage_input(spec, df, at.key_groups)
     state_schema = window_state_schema(spec, _arrow_schema(rows, rows.schema))
-    stage = _run_stage(spec, rows, output_struct(spec, rows), at, state_schema)
+    stage = _run_stage(spec, rows, output_struct(spec, rows), at, state_schema,
+                       reports_only=not at.closes)
     return replace(stage, timestamps=(WINDOW_START, WINDOW_END))
 
 
@@ -223,25 +230,45 @@ def _run_stage(
     struct: T.StructType,
     at: StageEpoch,
     state_schema: pa.Schema | None = None,
+    reports_only: bool = False,
 ) -> StageResult:
-    """The epoch's task for the instances (``struct`` as an Arrow schema), run on them."""
+    """The epoch's task for the instances (``struct`` as an Arrow schema), run on them;
+    ``reports_only`` when they are known to emit no rows in the epoch."""
     task = EpochTask(
         spec, at.store, at.epoch, at.watermark_us, at.owners, _arrow_schema(rows, struct),
         state_schema,
     )
-    cached, reports = _run_instances(rows, task, struct, at.parallelism)
     emitted = T.StructType([f for f in struct.fields if f.name != REPORT])
+    routed = rows.repartitionById(at.parallelism, instance_column(task.owners))
+    output = routed.mapInArrow(partial(run_instance, task), struct)
+    if reports_only:
+        found, reports = _reports_of(output, struct)
+        if found is None:
+            return StageResult(cached=output, reports=reports, emitted=emitted, kept=False)
+        return StageResult(cached=found, reports=reports, emitted=emitted)
+    cached, reports = _run_instances(output)
     return StageResult(cached=cached, reports=reports, emitted=emitted)
 
 
-def _run_instances(
-    rows: DataFrame, task: EpochTask, struct: T.StructType, parallelism: int
-) -> tuple[DataFrame, list[dict[str, Any]]]:
-    """Routes the rows to their instances, runs them once (their output cached on the
-    executors) and collects only their reports. The instance is computed by the shuffle
-    itself (``owners[kg]``), so it does not travel with the rows."""
-    routed = rows.repartitionById(parallelism, instance_column(task.owners))
-    output = routed.mapInArrow(partial(run_instance, task), struct)
+def _reports_of(
+    output: DataFrame, struct: T.StructType
+) -> tuple[DataFrame | None, list[dict[str, Any]]]:
+    """The instances run once, their output collected whole with no cache: in an epoch
+    that closes no window it is one report per instance, and a cache would cost the
+    driver a plan of the query (``persist``) and one more for the collect over it. Rows
+    emitted all the same (not expected) are kept as a DataFrame, with their reports."""
+    collected = output.collect()
+    reports = [json.loads(row[REPORT]) for row in collected if row[REPORT] is not None]
+    emitted = [row for row in collected if row[REPORT] is None]
+    if not emitted:
+        return None, reports
+    return output.sparkSession.createDataFrame(emitted, struct), reports
+
+
+def _run_instances(output: DataFrame) -> tuple[DataFrame, list[dict[str, Any]]]:
+    """Runs the instances once (their output cached on the executors) and collects only
+    their reports. The rows were routed to their instances by the shuffle itself
+    (``owners[kg]``), so the instance does not travel with the rows."""
     output = output.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         # The report rows whole (their other columns are null): a select on top would

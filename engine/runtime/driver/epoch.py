@@ -26,7 +26,7 @@ from engine.runtime.driver.source_readings import SourceReadings
 from engine.runtime.io.broker.lag import broker_lags, broker_report
 from engine.runtime.io.sinks import Sink, build_sink
 from engine.runtime.io.streams import clock_source_rows
-from engine.runtime.stage.pipeline import EpochPipeline, EpochResult
+from engine.runtime.stage.pipeline import EarlierAttempts, EpochPipeline, EpochResult
 from engine.runtime.stage.regions import AttemptTimes, EpochInterrupted, StageClock
 
 # Attempts of one epoch at most: the last one is not interrupted, so a stream of commands
@@ -100,11 +100,13 @@ class EpochRunner:
     ) -> tuple[dict[str, Any], RunConfig, EpochResult, int]:
         """Runs the epoch's plan until an attempt is not interrupted; after an interrupt,
         the plan is the interrupted one with the commands picked up since applied."""
+        earlier = EarlierAttempts()
         for attempt in range(MAX_ATTEMPTS):
             config = {op: OperatorConfig.from_dict(c) for op, c in plan["config"].items()}
             self.clock.begin(epoch, attempt, interruptible=attempt < MAX_ATTEMPTS - 1)
             try:
-                return plan, config, self._pipeline(batch, epoch, plan, config), attempt + 1
+                result = self._pipeline(batch, epoch, plan, config, earlier)
+                return plan, config, result, attempt + 1
             except EpochInterrupted:
                 # The void attempt ends here; what follows is the new plan's.
                 self._attempt_start = time.time()
@@ -114,7 +116,7 @@ class EpochRunner:
         raise AssertionError("the last attempt cannot be interrupted")
 
     def _pipeline(self, batch: DataFrame, epoch: int, plan: dict[str, Any],
-                  config: RunConfig) -> EpochResult:
+                  config: RunConfig, earlier: EarlierAttempts) -> EpochResult:
         ranges = plan.get("sources", {})
         frames = clock_source_rows(
             self.planner.spark, self.graph, self.planner.start_ms, ranges,
@@ -123,6 +125,7 @@ class EpochRunner:
         pipeline = EpochPipeline(
             self.graph, config, epoch, plan["watermarks"], self.planner.store, self.sinks,
             source_frames=frames, clock=self.clock, closes=plan.get("closes", {}),
+            earlier=earlier,
             source_counts={op: end - first for op, (first, end) in ranges.items()},
             plan=self.planner.running_plan(plan["config"]),
         )

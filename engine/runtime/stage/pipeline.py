@@ -38,7 +38,7 @@ from engine.runtime.spark.frames import (
     to_spark,
     union,
 )
-from engine.runtime.stage.regions import StageClock
+from engine.runtime.stage.regions import EpochInterrupted, StageClock
 from engine.runtime.stage.stateless import STATELESS_TYPES, apply_stateless
 from engine.runtime.stage.vsn_stage import (
     StageEpoch,
@@ -71,6 +71,17 @@ class EpochResult:
 
 
 @dataclass
+class EarlierAttempts:
+    """What an epoch's void attempts did that the next attempt does not redo: the reports
+    of each keyed stage one ran to its end (every key group then holds the epoch), and the
+    rows each operator was observed to put out (the epoch's rows are the same in every
+    attempt; a replayed stage's input is not computed again)."""
+
+    reports: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    rows_out: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
 class EpochPipeline:
     """One epoch of ``graph`` under ``config``; ``watermarks`` in event-time micros."""
 
@@ -84,6 +95,8 @@ class EpochPipeline:
     source_counts: dict[str, int] = field(default_factory=dict)
     """The rows of each clock source in ``source_frames`` (its planned range's length)."""
     clock: StageClock | None = None
+    earlier: EarlierAttempts = field(default_factory=lambda: EarlierAttempts())
+    """What the epoch's void attempts did, shared by its attempts."""
     closes: dict[str, bool] = field(default_factory=dict)
     """Whether each window aggregate's watermark passes a window's end in the epoch (the
     plan's ``closes``); one not named may."""
@@ -114,9 +127,14 @@ class EpochPipeline:
                 frames[op_id] = self._evaluate(op_id, batch, frames, result, latency_inputs)
             result.sink_commit_s = time.time()
             result.latency_ms = _latency(latency_inputs, result.sink_commit_s)
+        except EpochInterrupted:
+            counted = self._observed()
+            self.earlier.rows_out.update({op: n for op, n in counted.items() if n is not None})
+            raise
         finally:
             self.release()
-        result.rows_out.update(self._observed())
+        result.rows_out.update({op: self.earlier.rows_out.get(op) if n is None else n
+                                for op, n in self._observed().items()})
         result.rows_out.update(self._counted)
         result.instances.update(self._instances)
         result.dead_letters = self.dead_letters
@@ -172,7 +190,7 @@ class EpochPipeline:
         if op.type == "window_aggregate":
             window = parse_window_spec(op_id, params)
             rows = to_spark(spark, _unsequenced(inputs))
-            return self._keyed(op_id, run_window_stage, window, rows, result)
+            return self._keyed(op_id, run_window_stage, window, rows, result, replays=True)
         if op.type == "dedupe":
             dedupe = parse_dedupe_spec(op_id, params)
             rows = to_spark(spark, _unsequenced(inputs))
@@ -217,12 +235,16 @@ class EpochPipeline:
         return rows
 
     def _keyed(
-        self, op_id: str, stage_fn: Any, spec: Any, inputs: Any, result: EpochResult
+        self, op_id: str, stage_fn: Any, spec: Any, inputs: Any, result: EpochResult,
+        replays: bool = False,
     ) -> Frame:
-        """Runs a keyed operator's VSN stage with this epoch's assignment."""
+        """Runs a keyed operator's VSN stage with this epoch's assignment. A stage that
+        ``replays`` (a window aggregate's) and that an earlier attempt of the epoch ran to
+        its end only re-emits what its key groups stored."""
         config = self.config[op_id]
         self._partitions[op_id] = config.parallelism
         assert config.owners is not None
+        earlier = self.earlier.reports.get(op_id) if replays else None
         with self._action(op_id, cancellable=True):
             at = StageEpoch(
                 self.epoch,
@@ -232,14 +254,17 @@ class EpochPipeline:
                 self.watermarks.get(op_id),
                 self.store,
                 closes=self.closes.get(op_id, True),
+                replay=earlier is not None,
             )
             stage = stage_fn(spec, inputs, at)
             # Released with the epoch's other outputs even when an interrupt that came once
             # the instances ran voids this attempt as the stage ends.
             if stage.kept:
                 self._cached.append(stage.cached)
-        result.stage_reports[op_id] = stage.reports
-        result.rows_out[op_id] = sum(r["rows_out"] for r in stage.reports)
+            self.earlier.reports.setdefault(op_id, stage.reports)
+        reports = stage.reports if earlier is None else _replayed(earlier, stage.reports)
+        result.stage_reports[op_id] = reports
+        result.rows_out[op_id] = sum(r["rows_out"] for r in reports)
         if result.rows_out[op_id] == 0:
             # The instances emitted nothing (their reports count replayed rows too): what
             # follows gets no rows without a Spark job to find that out.
@@ -276,6 +301,15 @@ class EpochPipeline:
 def _row_count() -> Column:
     """The observed row count, built once per process (a column is a JVM object)."""
     return F.count(F.lit(1)).alias("rows")
+
+
+def _replayed(
+    earlier: list[dict[str, Any]], replayed: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A replayed stage's reports: the earlier attempt's, which read the epoch's input and
+    wrote the state (its rows in, event times and loads per key group), with nothing
+    emitted, then the replay's instances, which emitted the stored rows again."""
+    return [{**report, "rows_out": 0} for report in earlier] + replayed
 
 
 def _total(partitions: list[int | None]) -> int | None:

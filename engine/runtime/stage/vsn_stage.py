@@ -83,6 +83,10 @@ class StageEpoch:
     closes: bool = True
     """Whether the watermark may close a window in the epoch (a window aggregate's
     instances emit nothing otherwise)."""
+    replay: bool = False
+    """Whether an earlier attempt of the epoch ran the stage to its end, so that every key
+    group holds the epoch: the instances re-emit what they stored, and no input is routed
+    to them, as they would drop all of it."""
 
 
 @lru_cache(maxsize=64)
@@ -236,10 +240,13 @@ def _run_stage(
     ``reports_only`` when they are known to emit no rows in the epoch."""
     task = EpochTask(
         spec, at.store, at.epoch, at.watermark_us, at.owners, _arrow_schema(rows, struct),
-        state_schema,
+        state_schema, replay=at.replay,
     )
     emitted = T.StructType([f for f in struct.fields if f.name != REPORT])
-    routed = rows.repartitionById(at.parallelism, instance_column(task.owners))
+    if at.replay:  # partition i is instance i, with one row it ignores
+        routed = rows.sparkSession.range(0, at.parallelism, 1, at.parallelism)
+    else:
+        routed = rows.repartitionById(at.parallelism, instance_column(task.owners))
     output = routed.mapInArrow(partial(run_instance, task), struct)
     if reports_only:
         found, reports = _reports_of(output, struct)

@@ -196,3 +196,58 @@ def test_a_stage_output_voided_as_its_stage_ends_is_still_released(spark, tmp_pa
     assert spark.sparkContext._jsc.getPersistentRDDs().size() == cached_before + 1
     pipeline.release()
     assert spark.sparkContext._jsc.getPersistentRDDs().size() == cached_before
+
+
+def test_a_stage_run_to_its_end_is_replayed_without_its_input(spark, tmp_path, monkeypatch):
+    """A rescale whose interrupt comes once the window's instances ran: every key group
+    holds the epoch, so its run under the new plan routes no input and the new instances
+    re-emit what the groups stored; the epoch counts its input once and stays exact."""
+    import engine.runtime.stage.pipeline as pipeline_module
+
+    name = f"sink_{uuid.uuid4().hex[:8]}"
+    job = window_job({"type": "sink.memory", "params": {"name": name}}, parallelism=2)
+    steps = {4: 5, 5: 3, 6: 4, 7: 2}  # epoch -> parallelism: one of any four closes windows
+    holder: dict[str, Any] = {}
+    requests: dict[int, str] = {}
+    real = pipeline_module.run_window_stage
+
+    replays: dict[int, list[dict[str, Any]]] = {}
+
+    def stage_then_rescale(spec: Any, rows: Any, at: Any) -> Any:
+        stage = real(spec, rows, at)
+        if at.replay:
+            replays[at.epoch] = stage.reports
+        if at.epoch in steps and at.epoch not in requests:
+            run = holder["run"]
+            requests[at.epoch] = request_reconfiguration(
+                run.channel, kind="rescale", operator="counts", parallelism=steps[at.epoch])
+            # Picked up while the stage's action has yet to end: the attempt is void.
+            _until(lambda: run.epochs.clock._interrupted)
+        return stage
+
+    monkeypatch.setattr(pipeline_module, "run_window_stage", stage_then_rescale)
+    last = 10
+    run, publisher, recorder = start_collected_run(spark, tmp_path, job, last_epoch=last)
+    holder["run"] = run
+    assert run.wait(180) == "stopped"
+    run.flush()
+
+    acks = {a["request_id"]: a for a in recorder.acks}
+    epochs = {m["epoch"]: m for m in publisher.epochs}
+    closing = [e for e in steps if run.log.plan(e) and run.log.plan(e)["closes"]["counts"]]
+    for epoch, parallelism in steps.items():
+        assert acks[requests[epoch]]["applied_epoch"] == epoch
+        counts = epochs[epoch]["operators"]["counts"]
+        assert epochs[epoch]["attempts"] == 2
+        assert counts["instances"] == parallelism
+        assert counts["groups_replayed"] == 32  # every key group, by the new instances
+        assert len(replays[epoch]) == parallelism
+        assert all(r["rows_in"] == 0 for r in replays[epoch])  # no input was routed to them
+        # The input counted once: by the void attempt, none routed to the replay.
+        assert counts["rows_in"] == epochs[epoch]["operators"]["views"]["rows_out"] > 0
+        loads = run.log.outcome(epoch)["kg_rows"]["counts"]
+        assert sum(loads) == counts["rows_in"]
+    assert any(epochs[e]["operators"]["counts"]["rows_out"] > 0 for e in closing), closing
+    expected = expected_windows(spark, run.start_ms, last, [(0, "event_type = 'view'")])
+    assert expected and actual_windows(memory_sink_rows(name)) == expected
+    clear_memory_sink(name)

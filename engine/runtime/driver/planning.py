@@ -28,7 +28,6 @@ from engine.runtime.driver.epoch_log import EpochLog
 from engine.runtime.driver.options import RunOptions, save_run_info
 from engine.runtime.io.source_load import ClockSource, build_meters
 from engine.runtime.io.streams import clock_source_rows
-from engine.runtime.operators.window_spec import parse_window_spec
 from engine.runtime.stage.logic_check import KEYED_SPECS, logic_checker
 from engine.runtime.state import StoreSpec, open_store
 
@@ -176,7 +175,7 @@ def windows_closing(
         if after is None or prior is None or not same:
             closes[op.id] = after is not None
             continue
-        spec = parse_window_spec(op.id, config[op.id].params)
+        spec = KEYED_SPECS[op.type].parse(op.id, config[op.id].params)
         # The last window end at or before each watermark, counted in slides.
         closes[op.id] = ((after - spec.window_us) // spec.slide_us
                          > (prior - spec.window_us) // spec.slide_us)

@@ -70,7 +70,7 @@ class EpochPlanner:
             config = {op: OperatorConfig.from_dict(c) for op, c in prev["config"].items()}
             cursor, watermarks = prev.get("cursor"), dict(prev["watermarks"])
             outcome, taken = self.log.outcome(prev_epoch), prev.get("sources", {})
-        before = None if previous is None else dict(config)
+        before = None if previous is None else config  # ``_apply`` makes a new one
         advanced = advance_watermarks(self.graph, config, watermarks, outcome)
         assert self.listener is not None
         commands = self.listener.drain()

@@ -95,7 +95,7 @@ class EpochPipeline:
     source_counts: dict[str, int] = field(default_factory=dict)
     """The rows of each clock source in ``source_frames`` (its planned range's length)."""
     clock: StageClock | None = None
-    earlier: EarlierAttempts = field(default_factory=lambda: EarlierAttempts())
+    earlier: EarlierAttempts = field(default_factory=EarlierAttempts)
     """What the epoch's void attempts did, shared by its attempts."""
     closes: dict[str, bool] = field(default_factory=dict)
     """Whether each window aggregate's watermark passes a window's end in the epoch (the

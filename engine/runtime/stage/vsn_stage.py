@@ -157,8 +157,7 @@ def run_window_stage(spec: WindowSpec, df: DataFrame, at: StageEpoch) -> StageRe
     """Runs one epoch of a window aggregate through the VSN instances."""
     rows = stage_input(spec, df, at.key_groups)
     state_schema = window_state_schema(spec, _arrow_schema(rows, rows.schema))
-    stage = _run_stage(spec, rows, output_struct(spec, rows), at, state_schema,
-                       reports_only=not at.closes)
+    stage = _run_stage(spec, rows, output_struct(spec, rows), at, state_schema)
     return replace(stage, timestamps=(WINDOW_START, WINDOW_END))
 
 
@@ -234,10 +233,9 @@ def _run_stage(
     struct: T.StructType,
     at: StageEpoch,
     state_schema: pa.Schema | None = None,
-    reports_only: bool = False,
 ) -> StageResult:
     """The epoch's task for the instances (``struct`` as an Arrow schema), run on them;
-    ``reports_only`` when they are known to emit no rows in the epoch."""
+    their output is not cached in an epoch in which they cannot emit (``at.closes``)."""
     task = EpochTask(
         spec, at.store, at.epoch, at.watermark_us, at.owners, _arrow_schema(rows, struct),
         state_schema, replay=at.replay,
@@ -248,7 +246,7 @@ def _run_stage(
     else:
         routed = rows.repartitionById(at.parallelism, instance_column(task.owners))
     output = routed.mapInArrow(partial(run_instance, task), struct)
-    if reports_only:
+    if not at.closes:
         found, reports = _reports_of(output, struct)
         if found is None:
             return StageResult(cached=output, reports=reports, emitted=emitted, kept=False)

@@ -123,7 +123,13 @@ def run_vsn(
             state_url=state_url,
             stop_after_epoch=source.epochs - 1,
         )
-        _follow(label, lambda: [p["batchId"] for p in run.progress()], source.epochs)
+
+        def batches() -> list[int]:
+            if run.failure() is not None:
+                raise RuntimeError(f"{label}: the run failed: {run.failure()}")
+            return [p["batchId"] for p in run.progress()]
+
+        _follow(label, batches, source.epochs)
         run.wait()
         progress = run.progress()
         if run.store.kind == "redis":

@@ -104,6 +104,29 @@ def test_a_lost_cache_is_fetched_again(redis_url, namespace, tmp_path) -> None: 
     assert _values(store, 0, [f"k{i}" for i in range(50)]) == expected
 
 
+def test_redis_holds_runs_compressed_and_reads_runs_stored_uncompressed(  # type: ignore[no-untyped-def]
+    redis_url, namespace, tmp_path
+) -> None:
+    store = _machine(redis_url, namespace, str(tmp_path / "cache"))
+    puts = {f"key-{i:05d}": "1" for i in range(2000)}
+    store.commit_entries("op", 0, {0: KeyedChanges(puts=_puts(puts))})
+    client = redis.Redis.from_url(redis_url)
+    (key,) = client.scan_iter(match=f"{{{namespace}:op:0}}:r:*")
+    stored = client.get(key)
+    assert stored is not None
+    table = pa.ipc.open_file(pa.py_buffer(stored)).read_all()
+    assert table.num_rows == 2000
+    plain = pa.BufferOutputStream()
+    with pa.ipc.new_file(plain, table.schema) as writer:
+        writer.write_table(table)
+    assert len(stored) < plain.getvalue().size / 2  # the timers and values repeat
+    # A run Redis holds uncompressed (written before runs were compressed) reads the same.
+    client.set(key, plain.getvalue().to_pybytes())
+    elsewhere = _machine(redis_url, namespace, str(tmp_path / "elsewhere"))
+    assert _values(elsewhere, 0, ["key-00000", "key-01999", "nope"]) == {
+        "key-00000": "1", "key-01999": "1"}
+
+
 def test_a_group_changed_under_a_commit_is_refused(  # type: ignore[no-untyped-def]
     redis_url, namespace, tmp_path, monkeypatch
 ) -> None:

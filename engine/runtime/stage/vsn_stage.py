@@ -12,6 +12,7 @@ from the executors.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 from typing import Any
@@ -28,8 +29,8 @@ from engine.runtime.operators.dedupe import DedupeSpec
 from engine.runtime.operators.join import LEFT, RIGHT, SIDE, JoinSpec
 from engine.runtime.operators.window_spec import WINDOW_END, WINDOW_START, WindowSpec
 from engine.runtime.operators.window_worker import window_state_schema
-from engine.runtime.stage.vsn_worker import REPORT, EpochTask, run_instance
-from engine.runtime.state import StoreSpec
+from engine.runtime.stage.vsn_worker import REPORT, EpochTask, InstanceReport, run_instance
+from engine.runtime.state import StoreSpec, open_store
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
@@ -50,6 +51,9 @@ class StageResult:
     kept: bool = True
     """Whether ``cached`` is kept on the executors (to release): not for an epoch whose
     output was the reports alone."""
+    ran: bool = True
+    """Whether the instances ran as a Spark job: not for a replay the driver found had
+    nothing to re-emit (``_replayed_without_job``)."""
 
     @property
     def schema(self) -> T.StructType:
@@ -241,6 +245,11 @@ def _run_stage(
         state_schema, replay=at.replay,
     )
     emitted = T.StructType([f for f in struct.fields if f.name != REPORT])
+    if at.replay and not at.closes and isinstance(spec, WindowSpec):
+        reports = _replayed_without_job(spec, at)
+        if reports is not None:  # ``rows``, not read: nothing was emitted
+            return StageResult(cached=rows, reports=reports, emitted=emitted, kept=False,
+                               ran=False)
     if at.replay:  # partition i is instance i, with one row it ignores
         routed = rows.sparkSession.range(0, at.parallelism, 1, at.parallelism)
     else:
@@ -253,6 +262,26 @@ def _run_stage(
         return StageResult(cached=found, reports=reports, emitted=emitted)
     cached, reports = _run_instances(output)
     return StageResult(cached=cached, reports=reports, emitted=emitted)
+
+
+def _replayed_without_job(spec: WindowSpec, at: StageEpoch) -> list[dict[str, Any]] | None:
+    """The replay of a window aggregate's epoch that closes no window, done from the store
+    on the driver: the instances would only re-emit what the key groups holding the epoch
+    stored, and fire no timer. None (the instances replay it) if one of them stored rows.
+    Each instance's report says the groups it owns that hold the epoch."""
+    started = time.perf_counter()
+    store = open_store(at.store)
+    read_before = store.bytes_read
+    marks = store.marks(spec.operator, range(at.key_groups))
+    held = sorted(kg for kg, epoch in marks.items() if epoch >= at.epoch)
+    if any(rows.num_rows for rows in store.read_emitted(spec.operator, held).values()):
+        return None
+    reports = [InstanceReport(instance=i) for i in range(at.parallelism)]
+    for kg in held:
+        reports[at.owners[kg]].groups_replayed += 1
+    reports[0].bytes_read = store.bytes_read - read_before
+    busy_ms = (time.perf_counter() - started) * 1000.0
+    return [{**report.__dict__, "busy_ms": busy_ms / at.parallelism} for report in reports]
 
 
 def _reports_of(

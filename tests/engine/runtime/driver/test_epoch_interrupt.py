@@ -212,11 +212,13 @@ def test_a_stage_run_to_its_end_is_replayed_without_its_input(spark, tmp_path, m
     real = pipeline_module.run_window_stage
 
     replays: dict[int, list[dict[str, Any]]] = {}
+    replay_jobs: dict[int, bool] = {}
 
     def stage_then_rescale(spec: Any, rows: Any, at: Any) -> Any:
         stage = real(spec, rows, at)
         if at.replay:
             replays[at.epoch] = stage.reports
+            replay_jobs[at.epoch] = stage.ran
         if at.epoch in steps and at.epoch not in requests:
             run = holder["run"]
             requests[at.epoch] = request_reconfiguration(
@@ -248,6 +250,8 @@ def test_a_stage_run_to_its_end_is_replayed_without_its_input(spark, tmp_path, m
         loads = run.log.outcome(epoch)["kg_rows"]["counts"]
         assert sum(loads) == counts["rows_in"]
     assert any(epochs[e]["operators"]["counts"]["rows_out"] > 0 for e in closing), closing
+    # Only a replay that may emit runs the instances; the others the driver checks alone.
+    assert replay_jobs == {e: e in closing for e in steps} and len(closing) < len(steps)
     expected = expected_windows(spark, run.start_ms, last, [(0, "event_type = 'view'")])
     assert expected and actual_windows(memory_sink_rows(name)) == expected
     clear_memory_sink(name)

@@ -125,8 +125,9 @@ def run_vsn(
         )
 
         def batches() -> list[int]:
-            if run.failure() is not None:
-                raise RuntimeError(f"{label}: the run failed: {run.failure()}")
+            failure = run.failure()
+            if failure is not None:
+                raise RuntimeError(f"{label}: the run failed: {failure}")
             return [p["batchId"] for p in run.progress()]
 
         _follow(label, batches, source.epochs)

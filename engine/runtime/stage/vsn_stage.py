@@ -160,8 +160,14 @@ def _aggregate_type(
 def run_window_stage(spec: WindowSpec, df: DataFrame, at: StageEpoch) -> StageResult:
     """Runs one epoch of a window aggregate through the VSN instances."""
     rows = stage_input(spec, df, at.key_groups)
-    state_schema = window_state_schema(spec, _arrow_schema(rows, rows.schema))
-    stage = _run_stage(spec, rows, output_struct(spec, rows), at, state_schema)
+    struct = output_struct(spec, rows)
+    reports = _replayed_without_job(spec, at) if at.replay and not at.closes else None
+    if reports is not None:  # ``rows``, not read: nothing was emitted
+        emitted = T.StructType([f for f in struct.fields if f.name != REPORT])
+        stage = StageResult(cached=rows, reports=reports, emitted=emitted, kept=False, ran=False)
+    else:
+        state_schema = window_state_schema(spec, _arrow_schema(rows, rows.schema))
+        stage = _run_stage(spec, rows, struct, at, state_schema)
     return replace(stage, timestamps=(WINDOW_START, WINDOW_END))
 
 
@@ -245,11 +251,6 @@ def _run_stage(
         state_schema, replay=at.replay,
     )
     emitted = T.StructType([f for f in struct.fields if f.name != REPORT])
-    if at.replay and not at.closes and isinstance(spec, WindowSpec):
-        reports = _replayed_without_job(spec, at)
-        if reports is not None:  # ``rows``, not read: nothing was emitted
-            return StageResult(cached=rows, reports=reports, emitted=emitted, kept=False,
-                               ran=False)
     if at.replay:  # partition i is instance i, with one row it ignores
         routed = rows.sparkSession.range(0, at.parallelism, 1, at.parallelism)
     else:

@@ -168,7 +168,8 @@ def load_model(
 def overhead_share(epochs: Sequence[Epoch], units: Mapping[str, UnitLoad]) -> float:
     """The share of wall time the epochs spent outside every unit's measured work: each
     epoch's duration less its units' stage times (a stage takes as long as its busiest
-    instance), over the wall time between epoch starts."""
+    instance), over the wall time the epochs took (the time between epoch starts, or the
+    epoch's own duration where it ran longer than that)."""
     spent, wall = 0.0, 0.0
     for epoch in epochs:
         batch = epoch.get("batch_duration_ms") or 0.0
@@ -178,7 +179,7 @@ def overhead_share(epochs: Sequence[Epoch], units: Mapping[str, UnitLoad]) -> fl
             if found is not None and found.get("busy_ms"):
                 staged += max(found["busy_ms"])
         spent += max(0.0, batch - staged)
-        wall += max(epoch.get("interval_ms") or batch, 1.0)
+        wall += max(epoch.get("interval_ms") or 0.0, batch, 1.0)
     return spent / wall if wall > 0 else 0.0
 
 
@@ -193,11 +194,16 @@ def source_trend(epochs: Sequence[Epoch], source: str, drain_s: float) -> Source
     if len(figures) < len(found):
         rate = rows / seconds
         return SourceTrend(rate, rate, 0, 0.0, rate, rows / len(epochs))
+    # A source is read at the ends of epochs: its counts cover the time between readings,
+    # not between epoch starts (they differ by the change in the epochs' durations).
+    periods = [max(f.get("period_ms") or e.get("interval_ms") or 0.0, 1.0)
+               for f, e in zip(figures, epochs, strict=True)]
+    seconds = sum(periods) / 1000.0
     offered = sum(f["offered"] for f in figures) / seconds
     consumed = sum(f["consumed"] for f in figures) / seconds
     backlog = int(figures[-1]["backlog"])
-    growth = sum(f["backlog_growth_per_s"] * max(e.get("interval_ms") or 0.0, 1.0)
-                 for f, e in zip(figures, epochs, strict=True)) / 1000.0 / seconds
+    growth = sum(f["backlog_growth_per_s"] * p
+                 for f, p in zip(figures, periods, strict=True)) / 1000.0 / seconds
     target = offered + backlog / max(drain_s, 1e-3)
     if figures[-1].get("unit", "rows") != "rows":
         target = rows / seconds * (target / consumed) if consumed > 0 else rows / seconds

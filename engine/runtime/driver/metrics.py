@@ -5,7 +5,7 @@ Shape of one epoch's metrics::
     {"run_id", "epoch", "batch_duration_ms", "interval_ms", "backlog_rows", "source_rows",
      "latency_ms": {"p50", "p99", "max"},
      "sources": {op_id: {"unit", "offered", "consumed", "backlog", "backlog_growth_per_s",
-                         "offered_rate", "consumed_rate", "target_rate"}},
+                         "offered_rate", "consumed_rate", "period_ms", "target_rate"}},
      "operators": {op_id: {"instances", "rows_in", "rows_out", "busy_ms", "region",
                            "input_rate", "processing_rate", "output_rate",
                            "demand_rate", "congested", "etp"}},
@@ -19,7 +19,8 @@ Every figure is measured where it is shown. Rows in and out are counted per oper
 Busy time is measured per keyed instance (in the workers) and per region of fused
 stateless operators (the run time of the Spark tasks that ran the region); an operator
 inside a region has ``busy_ms`` and ``processing_rate`` None and names its ``region``.
-Rates are rows per second over the epoch's interval (wall time between epoch starts);
+Rates are rows per second over the epoch's interval (wall time between epoch starts), a
+source's over the time between its readings at the ends of epochs (``period_ms``);
 ``processing_rate`` is DS2's true rate, rows per *busy* second summed over instances.
 ``demand_rate`` is the rate the sources' offered load asks of the operator (see
 ``engine.policies.load``); ``congested`` and ``etp`` are judged against it.

@@ -139,11 +139,12 @@ class FilesMeter:
         return SourceLoad(max(len(names), self.consumed), self.consumed, "files")
 
 
-def source_figures(before: SourceLoad, now: SourceLoad, interval_ms: float) -> dict[str, Any]:
+def source_figures(before: SourceLoad, now: SourceLoad, period_ms: float) -> dict[str, Any]:
     """One epoch's figures of a source from its loads at the end of the previous epoch and
-    of this one: offered and consumed in the epoch, backlog and its growth per second, and
-    the offered rate (consumed + backlog growth, per second)."""
-    seconds = max(interval_ms, 1.0) / 1000.0
+    of this one, ``period_ms`` apart: offered and consumed in the epoch, backlog and its
+    growth per second, the offered rate (consumed + backlog growth, per second), and the
+    period the rates cover."""
+    seconds = max(period_ms, 1.0) / 1000.0
     offered = now.offered - before.offered
     consumed = now.consumed - before.consumed
     growth = (now.backlog - before.backlog) / seconds
@@ -155,4 +156,5 @@ def source_figures(before: SourceLoad, now: SourceLoad, interval_ms: float) -> d
         "backlog_growth_per_s": round(growth, 1),
         "offered_rate": round(offered / seconds, 1),
         "consumed_rate": round(consumed / seconds, 1),
+        "period_ms": round(seconds * 1000.0, 1),
     }

@@ -121,7 +121,10 @@ def test_a_run_that_keeps_up_shows_no_congestion_and_is_never_scaled_up(spark, t
     job = _job(500, sink, {"window": "2 seconds"})
     loop = AutoscaleLoop(parse_job_graph(job), AutoscaleSettings(max_parallelism=2),
                          cooldown_s=0.0)
-    run, publisher, recorder = _run(spark, tmp_path, job, 1000)
+    # 2 s epochs: a slow machine spends up to ~2 s on an epoch's fixed work (scheduling, the
+    # Python workers), and the generator's cap of two intervals' rows would leave 1 s epochs
+    # behind there, however light the rows.
+    run, publisher, recorder = _run(spark, tmp_path, job, 2000)
     try:
         decisions = _drive(run, publisher, recorder, loop, until=9)
     finally:

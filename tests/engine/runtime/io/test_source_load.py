@@ -30,7 +30,7 @@ def test_the_default_cap_is_two_seconds_of_the_rate_and_back_to_back_is_saturati
 
 def test_figures_give_offered_rate_as_consumption_plus_backlog_growth():
     before, now = SourceLoad(10_000, 8_000), SourceLoad(13_000, 9_000)
-    figures = source_figures(before, now, interval_ms=1000)
+    figures = source_figures(before, now, period_ms=1000)
     assert figures["offered"] == 3000 and figures["consumed"] == 1000
     assert figures["backlog"] == 4000 and figures["backlog_growth_per_s"] == 2000.0
     assert figures["offered_rate"] == figures["consumed_rate"] + figures["backlog_growth_per_s"]

@@ -48,6 +48,8 @@ class Config:
     metrics_full_resolution_s: int
     state_redis_url: str | None = None
     run_start_timeout_s: int = 300
+    demo: bool = True
+    """Whether start-up creates the demo job and runs it (with its event producer)."""
 
 
 def load_config(environ: Mapping[str, str] | None = None) -> Config:
@@ -90,6 +92,7 @@ def load_config(environ: Mapping[str, str] | None = None) -> Config:
         web_threads=_positive_int(env, "WEB_THREADS", default=4),
         web_queue=_positive_int(env, "WEB_QUEUE", default=256),
         metrics_full_resolution_s=_positive_int(env, "METRICS_FULL_RESOLUTION_S", default=3600),
+        demo=_bool(env, "STREAMSCALE_DEMO", default=True),
     )
 
 

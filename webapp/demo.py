@@ -41,6 +41,8 @@ def demo_ensure() -> DemoResult:
             admin = user_create(username=DEMO_USERNAME, role=Role.ADMIN, password=password)
         job = Job.objects.filter(name=DEMO_DAG["name"]).first()
         run_id = None
+        if not settings.DEMO:  # STREAMSCALE_DEMO=0: the admin only
+            return DemoResult(DEMO_USERNAME, password, created, None, DEMO_DAG["name"], None)
         if job is None:
             job = job_create(
                 dag=DEMO_DAG, actor=admin, trigger=Trigger.USER, comment="demo job"

@@ -47,6 +47,7 @@ DATA_DIR = CONFIG.data_dir
 SINK_DATABASE_URL = CONFIG.sink_database_url or DATABASE_URL
 SINK_SCHEMA = CONFIG.sink_schema
 ADMIN_PASSWORD = CONFIG.admin_password
+DEMO = CONFIG.demo
 # The web server's request threads (each holds at most one database connection) and how many
 # requests may wait for one before the rest are answered 503 (see webapp.bounded).
 WEB_THREADS = CONFIG.web_threads

@@ -73,7 +73,10 @@ def _launcher_env(var_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(STREAMSCALE_VAR_DIR=str(var_dir), PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1",
                # Runs fed an hour of history keep all of it while a test looks at them.
-               METRICS_FULL_RESOLUTION_S="7200")
+               METRICS_FULL_RESOLUTION_S="7200",
+               # No demo run: the tests start their own, and the demo's Spark run and event
+               # producer would take CPU from every test that follows in the session.
+               STREAMSCALE_DEMO="0")
     return env
 
 

@@ -44,3 +44,12 @@ def test_ensure_demo_creates_once_and_says_how_to_sign_in():
     assert Job.objects.filter(name="campaign-views").count() == 1
     assert "demo run" in first.getvalue() and "demo run" not in second.getvalue()
     assert Run.objects.filter(job__name="campaign-views").count() == 1
+
+
+def test_ensure_demo_with_the_demo_off_creates_the_admin_only(settings):
+    settings.DEMO = False
+    out = StringIO()
+    call_command("ensure_demo", stdout=out)
+    assert User.objects.filter(username="admin", role="admin").count() == 1
+    assert not Job.objects.exists() and not Run.objects.exists()
+    assert "demo job" not in out.getvalue() and "demo run" not in out.getvalue()

@@ -30,6 +30,7 @@ from webapp.config import ConfigError, load_config, parse_database_url
         ("WEB_WORKERS", "two"),
         ("WEB_QUEUE", "many"),
         ("METRICS_FULL_RESOLUTION_S", "-5"),
+        ("STREAMSCALE_DEMO", "sometimes"),
     ],
 )
 def test_malformed_value_names_the_variable(name, value):
@@ -43,6 +44,7 @@ def test_defaults_are_the_embedded_setup():
     assert config.spark_master == "local[*]"
     assert config.debug is False
     assert "127.0.0.1" in config.allowed_hosts
+    assert config.demo is True
 
 
 def test_valid_values_are_taken():
@@ -53,11 +55,13 @@ def test_valid_values_are_taken():
             "SPARK_MASTER": "spark://127.0.0.1:7077",
             "ALLOWED_HOSTS": "a.example,b.example",
             "DEBUG": "yes",
+            "STREAMSCALE_DEMO": "off",
         }
     )
     assert config.spark_master == "spark://127.0.0.1:7077"
     assert config.allowed_hosts == ("a.example", "b.example")
     assert config.debug is True
+    assert config.demo is False
 
 
 def test_database_url_with_socket_directory():

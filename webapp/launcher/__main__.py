@@ -93,7 +93,8 @@ def _start_processes(group: ChildGroup, *, port: int, var_dir: Path) -> None:
         "worker",
         [celery, "-A", "webapp", "worker", "--loglevel=info", "--concurrency=2", "--pool=prefork"],
     )
-    group.start("producer", demo_producer_argv(sys.executable))
+    if load_config().demo:
+        group.start("producer", demo_producer_argv(sys.executable))
     group.start(
         "beat",
         [

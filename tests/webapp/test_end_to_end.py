@@ -25,7 +25,8 @@ TABLE = "e2e_counts"
 
 @pytest.fixture(scope="module")
 def stack():
-    with PrivateStack() as private:
+    # Its own job only: a demo run on Spark beside it would take CPU from the run it times.
+    with PrivateStack(demo=False) as private:
         yield private
 
 

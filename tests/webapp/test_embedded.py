@@ -251,6 +251,24 @@ def test_redis_moves_to_another_port_when_its_port_is_taken(var_dir: Path) -> No
     assert redis.Redis.from_url(moved).ping()
 
 
+def test_a_redis_in_another_network_namespace_is_named_not_waited_for(var_dir: Path) -> None:
+    # Started inside a network namespace of its own, as a bare-machine test run does: its
+    # loopback is not this one's, so it can never answer here.
+    code = ("from pathlib import Path; from webapp import embedded; "
+            f"embedded.ensure_redis(var_dir=Path({str(var_dir)!r}))")
+    subprocess.run(["unshare", "-n", "sh", "-c", 'ip link set lo up && "$0" -c "$1"',
+                    sys.executable, code], cwd=REPO, check=True, timeout=60)
+    pid = _redis_pid(var_dir)
+    started = time.monotonic()
+    with pytest.raises(embedded.EmbeddedServiceError) as failure:
+        embedded.ensure_redis(var_dir=var_dir)
+    assert time.monotonic() - started < 5  # not the start-up timeout of a slow server
+    assert f"pid {pid} runs in another network namespace" in str(failure.value)
+    embedded.stop_redis(var_dir=var_dir)  # signals reach it from here
+    _wait_gone(pid)
+    assert redis.Redis.from_url(embedded.ensure_redis(var_dir=var_dir)).ping()
+
+
 def test_redis_failure_names_the_step_and_the_log(
     var_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

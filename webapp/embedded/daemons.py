@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import random
 import socket
 import time
@@ -183,6 +184,23 @@ def live_process(pid: int | None, *, name: str) -> psutil.Process | None:
         return process
     except psutil.Error:
         return None
+
+
+def unreachable_here(folder: ServiceFolder, process: psutil.Process) -> None:
+    """Raises EmbeddedServiceError if the folder's running server ``process`` lives in another
+    network namespace than this process (started inside ``unshare -n``, say): its loopback
+    address is not this one's, so it can never be reached from here, and a second server on
+    the same files would corrupt them."""
+    try:
+        theirs = os.readlink(f"/proc/{process.pid}/ns/net")
+        mine = os.readlink("/proc/self/ns/net")
+    except OSError:  # not Linux, or the process just exited: nothing to tell
+        return
+    if theirs != mine:
+        raise folder.error(
+            "wait", f"{folder.executable} pid {process.pid} runs in another network namespace "
+            f"({theirs}, this process: {mine}) and cannot be reached from here; stop it "
+            f"(kill {process.pid}) or give this process its own STREAMSCALE_VAR_DIR")
 
 
 def gone(process: psutil.Process, *, timeout: float) -> bool:

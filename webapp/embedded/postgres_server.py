@@ -30,6 +30,7 @@ from webapp.embedded.daemons import (
     live_process,
     stop_server,
     terminate,
+    unreachable_here,
 )
 
 DATABASE_NAME = "streamscale"
@@ -304,6 +305,7 @@ def ensure_postgres(*, var_dir: Path) -> str:
     with files.locked():
         running = _postmaster(files)
         if running is not None:
+            unreachable_here(files, running.process)
             # Every start below creates the database before releasing the lock, so a running
             # server already has it; not connecting keeps reuse cheap and immune to a full server.
             port = _wait_until_ready(files, running)

@@ -21,6 +21,7 @@ from webapp.embedded.daemons import (
     live_process,
     read_int,
     stop_server,
+    unreachable_here,
 )
 
 
@@ -180,6 +181,7 @@ def _ensure(files: _RedisFiles) -> str:
         password = stored_password(files.password)
         if running is None:
             return redis_url(port=_redis_start(files), password=password)
+        unreachable_here(files, running[0])
         # Never killed here: a server still loading its data is slow, not broken.
         _wait_for_ping(files, running[1], step="wait")
         _redis_require_password(files, running[1])

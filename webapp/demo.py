@@ -39,10 +39,10 @@ def demo_ensure() -> DemoResult:
             # STREAMSCALE_ADMIN_PASSWORD, or a random one that start-up prints this once.
             password = settings.ADMIN_PASSWORD or secrets.token_urlsafe(12)
             admin = user_create(username=DEMO_USERNAME, role=Role.ADMIN, password=password)
-        job = Job.objects.filter(name=DEMO_DAG["name"]).first()
-        run_id = None
         if not settings.DEMO:  # STREAMSCALE_DEMO=0: the admin only
             return DemoResult(DEMO_USERNAME, password, created, None, DEMO_DAG["name"], None)
+        job = Job.objects.filter(name=DEMO_DAG["name"]).first()
+        run_id = None
         if job is None:
             job = job_create(
                 dag=DEMO_DAG, actor=admin, trigger=Trigger.USER, comment="demo job"

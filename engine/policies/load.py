@@ -187,12 +187,11 @@ def source_trend(epochs: Sequence[Epoch], source: str, drain_s: float) -> Source
     """Offered and consumed rates over the window, the last backlog, its growth, and the
     target rate in rows/s (a source counted in other units is converted by its rows per
     unit consumed)."""
-    seconds = sum(max(e.get("interval_ms") or 0.0, 1.0) for e in epochs) / 1000.0
     found = [(e.get("sources") or {}).get(source) for e in epochs]
     rows = sum((e["operators"].get(source) or {}).get("rows_out") or 0 for e in epochs)
     figures = [f for f in found if f is not None]
-    if len(figures) < len(found):
-        rate = rows / seconds
+    if len(figures) < len(found):  # not metered: its rows over the epochs' intervals
+        rate = rows / (sum(max(e.get("interval_ms") or 0.0, 1.0) for e in epochs) / 1000.0)
         return SourceTrend(rate, rate, 0, 0.0, rate, rows / len(epochs))
     # A source is read at the ends of epochs: its counts cover the time between readings,
     # not between epoch starts (they differ by the change in the epochs' durations).

@@ -186,7 +186,7 @@ def live_process(pid: int | None, *, name: str) -> psutil.Process | None:
         return None
 
 
-def unreachable_here(folder: ServiceFolder, process: psutil.Process) -> None:
+def refuse_other_network(folder: ServiceFolder, process: psutil.Process) -> None:
     """Raises EmbeddedServiceError if the folder's running server ``process`` lives in another
     network namespace than this process (started inside ``unshare -n``, say): its loopback
     address is not this one's, so it can never be reached from here, and a second server on

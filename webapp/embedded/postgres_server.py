@@ -28,9 +28,9 @@ from webapp.embedded.daemons import (
     ServiceFolder,
     choose_port,
     live_process,
+    refuse_other_network,
     stop_server,
     terminate,
-    unreachable_here,
 )
 
 DATABASE_NAME = "streamscale"
@@ -305,7 +305,7 @@ def ensure_postgres(*, var_dir: Path) -> str:
     with files.locked():
         running = _postmaster(files)
         if running is not None:
-            unreachable_here(files, running.process)
+            refuse_other_network(files, running.process)
             # Every start below creates the database before releasing the lock, so a running
             # server already has it; not connecting keeps reuse cheap and immune to a full server.
             port = _wait_until_ready(files, running)

@@ -20,8 +20,8 @@ from webapp.embedded.daemons import (
     choose_port,
     live_process,
     read_int,
+    refuse_other_network,
     stop_server,
-    unreachable_here,
 )
 
 
@@ -181,7 +181,7 @@ def _ensure(files: _RedisFiles) -> str:
         password = stored_password(files.password)
         if running is None:
             return redis_url(port=_redis_start(files), password=password)
-        unreachable_here(files, running[0])
+        refuse_other_network(files, running[0])
         # Never killed here: a server still loading its data is slow, not broken.
         _wait_for_ping(files, running[1], step="wait")
         _redis_require_password(files, running[1])

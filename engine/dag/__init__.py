@@ -10,7 +10,7 @@ from engine.dag.params import params_with_defaults
 from engine.dag.schema import output_columns
 from engine.dag.state import key_columns_of, max_parallelism, pinned_reason, state_kind_of
 from engine.dag.syntax import interval_seconds
-from engine.dag.validate import parse_job_graph, validate_graph
+from engine.dag.validate import parse_job_graph, stored_job_graph, validate_graph
 
 __all__ = [
     "DEFAULT_KEY_GROUPS",
@@ -28,5 +28,6 @@ __all__ = [
     "parse_job_graph",
     "pinned_reason",
     "state_kind_of",
+    "stored_job_graph",
     "validate_graph",
 ]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.dag import Edge, JobGraph, Operator, parse_job_graph
+from engine.dag import Edge, JobGraph, Operator, parse_job_graph, stored_job_graph
+from engine.errors import DagValidationError
 
 
 def test_navigation(campaign_graph: JobGraph) -> None:
@@ -38,6 +39,19 @@ def test_round_trip(campaign_doc: dict) -> None:
     graph = parse_job_graph(campaign_doc)
     assert parse_job_graph(graph.to_dict()) == graph
     assert graph.to_dict()["edges"][0] == {"from": "events", "to": "views"}
+
+
+def test_a_stored_document_reads_as_the_graph_its_check_gave(campaign_doc: dict) -> None:
+    """A document checked when it was stored reads back as the same graph, without its
+    params checked again (a filter's condition is not parsed); one without a graph's shape
+    is still refused, naming what is wrong."""
+    assert stored_job_graph(campaign_doc) == parse_job_graph(campaign_doc)
+    unchecked = {**campaign_doc, "operators": [
+        {**op, "params": {"condition": "not checked here"}} if op["id"] == "views" else op
+        for op in campaign_doc["operators"]]}
+    assert stored_job_graph(unchecked).operator("views").params["condition"] == "not checked here"
+    with pytest.raises(DagValidationError, match="key_groups"):
+        stored_job_graph({**campaign_doc, "key_groups": 0})
 
 
 def test_with_parallelism_and_params_return_new_graphs(campaign_graph: JobGraph) -> None:

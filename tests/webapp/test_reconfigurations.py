@@ -529,6 +529,32 @@ def test_the_server_starts_the_expression_parser_before_its_first_request():
     assert not engine_gateway.parser_warm()  # another parser starts cold
 
 
+def test_a_rescale_does_not_check_its_runs_expressions_again(operator_client, live_run):
+    """The run's target was checked whole when it became the target: a rescale, and the
+    diff it records, read it as stored, so a web server process that never saw the job does
+    not ask Spark's parser about its expressions before the record (their first check in a
+    process cost the request ~18 ms, under the run's lock). A logic change still checks the
+    expressions it brings."""
+    from engine.dag.expressions import set_expression_parser
+
+    parsed = []
+    set_expression_parser(lambda text: parsed.append(text) or ())
+    try:
+        body = {"kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "x"}
+        assert _post(operator_client, live_run, body).status_code == 202
+        assert parsed == []
+        record = Reconfiguration.objects.get()
+        assert record.plan_diff["affected_operators"] == ["counts"]
+        assert [m["parallelism"] for m in _sent(live_run)] == ["3"]
+        views = dict(live_run.target_dag["operators"][1]["params"],
+                     condition="event_type = 'click'")
+        body = {"kind": "logic", "operator": "views", "params": views, "reason": "y"}
+        assert _post(operator_client, live_run, body).status_code == 202
+        assert "event_type = 'click'" in parsed
+    finally:
+        set_expression_parser(None)
+
+
 def test_a_request_answers_busy_when_its_run_stays_locked(operator_client, live_run, monkeypatch):
     """A request waits a bounded time for its run: past it, a 503 with Retry-After that
     says why, and nothing recorded or sent."""

@@ -1,5 +1,9 @@
 """Reconfigurations planned against a running document: rescales, ETP scale-out and -in,
-logic changes, rebalances, and the commands that carry them to the driver."""
+logic changes, rebalances, and the commands that carry them to the driver.
+
+The documents planned against (a run's target, a job's version) and the plans made from them
+were checked whole when they were made, so they are read here as stored (``stored_job_graph``),
+not checked again; only what a request brings (a parallelism, an assignment, new params) is."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.dag import JobGraph, max_parallelism, parse_job_graph, pinned_reason, state_kind_of
+from engine.dag import JobGraph, max_parallelism, pinned_reason, state_kind_of, stored_job_graph
 from engine.planner import diff_plans, plan_job
 from engine.policies import plan_scale_out
 from engine.policies.instances_in import plan_scale_in_instances
@@ -31,7 +35,7 @@ def _check_headroom(document: dict[str, Any], instances: Any, direction: str) ->
 
 def plan_rescale(document: dict[str, Any], *, operator: Any, parallelism: Any) -> dict[str, Any]:
     """The document with `operator` at `parallelism`, or a ServiceError naming the limit."""
-    graph = parse_job_graph(document)
+    graph = stored_job_graph(document)
     op = _operator(graph, operator)
     if not isinstance(parallelism, int) or isinstance(parallelism, bool):
         raise _problem("field parallelism", "must be a whole number")
@@ -83,7 +87,7 @@ def _instances_planned(
 def plan_logic(document: dict[str, Any], *, operator: Any, params: Any) -> dict[str, Any]:
     """The document with new params for `operator`, validated; a change that would corrupt a
     keyed operator's state is refused with the parameter named."""
-    graph = parse_job_graph(document)
+    graph = stored_job_graph(document)
     op = _operator(graph, operator)
     if not isinstance(params, dict):
         raise _problem("field params", "must be a JSON object")
@@ -106,7 +110,7 @@ def plan_logic(document: dict[str, Any], *, operator: Any, params: Any) -> dict[
 
 def plan_check_rebalance(document: dict[str, Any], *, operator: Any, assignment: Any) -> Any:
     """Check a rebalance request: a keyed operator and an owner per key group (or 'weighted')."""
-    graph = parse_job_graph(document)
+    graph = stored_job_graph(document)
     op = _operator(graph, operator)
     if not _is_keyed(graph, op.id):
         raise _problem(f"operator {operator}", "only keyed operators have key groups to rebalance")
@@ -132,13 +136,14 @@ def rebalance_weighted_owners(*, key_group_loads: list[float], parallelism: int)
 
 def plan_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """What changes between two documents: workload, resources and logic, by operator."""
-    return diff_plans(plan_job(parse_job_graph(before)), plan_job(parse_job_graph(after))).to_dict()
+    return diff_plans(plan_job(stored_job_graph(before)),
+                      plan_job(stored_job_graph(after))).to_dict()
 
 
 def plan_acknowledged(before: dict[str, Any], *, acks: list[dict[str, Any]]) -> dict[str, Any]:
     """`before` with exactly what the driver acknowledged as applied: each applied command's
     operator at the parallelism and params its ack reports."""
-    graph = original = parse_job_graph(before)
+    graph = original = stored_job_graph(before)
     for ack in acks:
         after, op_id = ack.get("after") or {}, ack.get("operator")
         if ack.get("status") != "applied" or not op_id or "parallelism" not in after:
@@ -193,7 +198,7 @@ def _fixed(graph: JobGraph) -> set[str]:
 def _graph_and_rates(document, rates, instances):
     if not isinstance(instances, int) or isinstance(instances, bool) or instances < 1:
         raise _problem("field instances", "must be a whole number of at least 1")
-    graph = parse_job_graph(document)
+    graph = stored_job_graph(document)
     return graph, measured_rates(rates, graph)
 
 

@@ -425,12 +425,12 @@ def _lock_now(run_id: int) -> str:
 
 
 @pytest.mark.parametrize("warm", [False, True])
-def test_a_request_plans_before_it_locks_its_run_unless_its_plan_is_quick(
+def test_a_logic_change_plans_before_it_locks_its_run_and_a_rescale_under_the_lock(
         operator_client, live_run, monkeypatch, warm):
     """Planning can take seconds (an expression check may start Spark's parser, or load more
     of it); the driver's acknowledgements and live figures must not wait for it. A logic
-    change brings expressions of its own: always planned before the lock. A rescale checks
-    only the target's: once the parser is warm that is quick, and it plans under the lock,
+    change brings expressions of its own: always planned before the lock. A rescale reads the
+    target as stored and asks the parser nothing, warm or not: it plans under the lock,
     saving the request a read of its run."""
     from webapp import engine_gateway
 
@@ -452,7 +452,7 @@ def test_a_request_plans_before_it_locks_its_run_unless_its_plan_is_quick(
     assert _post(operator_client, live_run, logic).status_code == 202
     rescale = {"kind": "rescale", "operator": "counts", "parallelism": 5, "reason": "x"}
     assert _post(operator_client, live_run, rescale).status_code == 202
-    assert seen == [("logic", "free"), ("rescale", "locked" if warm else "free")]
+    assert seen == [("logic", "free"), ("rescale", "locked")]
     assert [m["kind"] for m in _sent(live_run)] == ["logic", "rescale"]
 
 

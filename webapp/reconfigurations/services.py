@@ -36,10 +36,9 @@ from webapp.reconfigurations.requests import ReconfigurationRequest, parse_reque
 OPEN = (ReconfigurationStatus.REQUESTED, ReconfigurationStatus.PENDING)
 # The kinds whose plan brings expressions of its own (a logic change's, a rollback target's):
 # planned before the run is locked, since checking an expression of a new shape can load more
-# of Spark's parser (seconds). The others check only the expressions of the run's target,
-# checked when it became the target: once the parser has started and warmed up
-# (``engine_gateway.parser_warm``), each takes a few milliseconds the first time in a process
-# and nothing after (cached), so these kinds plan under the lock, saving a read of the run.
+# of Spark's parser (seconds). The others read the run's target as it was stored (checked when
+# it became the target) and check only what the request brings, without the parser: they plan
+# under the lock, in a millisecond or less, saving a read of the run.
 PLANNED_BEFORE_LOCK = (ReconfigurationKind.LOGIC, ReconfigurationKind.ROLLBACK)
 # A request's wait for its run's lock, which requests and acknowledgements hold for
 # milliseconds (a plan that may be slow is made before it is taken).
@@ -53,8 +52,7 @@ def reconfiguration_request(
     """Record and deliver a reconfiguration; returns it and whether it is new (a repeated
     `request_id` returns the first one unchanged)."""
     request = parse_request(body)
-    quick = request.kind not in PLANNED_BEFORE_LOCK and engine_gateway.parser_warm()
-    draft = None if quick else _draft(run_id, request)
+    draft = _draft(run_id, request) if request.kind in PLANNED_BEFORE_LOCK else None
     with transaction.atomic():
         run = _locked_run(run_id, request.request_id)
         if run is None:

@@ -536,6 +536,7 @@ def test_a_rescale_does_not_check_its_runs_expressions_again(operator_client, li
     process cost the request ~18 ms, under the run's lock). A logic change still checks the
     expressions it brings."""
     from engine.dag.expressions import set_expression_parser
+    from webapp import engine_gateway
 
     parsed = []
     set_expression_parser(lambda text: parsed.append(text) or ())
@@ -546,6 +547,14 @@ def test_a_rescale_does_not_check_its_runs_expressions_again(operator_client, li
         record = Reconfiguration.objects.get()
         assert record.plan_diff["affected_operators"] == ["counts"]
         assert [m["parallelism"] for m in _sent(live_run)] == ["3"]
+        live_run.refresh_from_db()
+        target = live_run.target_dag  # what the run page and an ETP request read
+        headroom = engine_gateway.dag_headroom(target)
+        assert headroom["remove"] == 2 and headroom["add"] > 0  # counts 3 -> 1
+        assert engine_gateway.dag_state_kinds(target)["counts"] == "keyed"
+        assert engine_gateway.dag_limits(target)["counts"]["max"] > 3
+        assert list(engine_gateway.dag_assignment(target)) == ["counts"]
+        assert parsed == []
         views = dict(live_run.target_dag["operators"][1]["params"],
                      condition="event_type = 'click'")
         body = {"kind": "logic", "operator": "views", "params": views, "reason": "y"}

@@ -8,7 +8,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from engine.dag import max_parallelism, parse_job_graph, pinned_reason, state_kind_of
+from engine.dag import (
+    max_parallelism,
+    parse_job_graph,
+    pinned_reason,
+    state_kind_of,
+    stored_job_graph,
+)
 from engine.dag.document import document_in_order
 from engine.dag.expressions import (  # noqa: F401 - parser_warm: re-exported
     ExpressionParserUnavailable,
@@ -82,9 +88,14 @@ def dag_normalized(document: dict[str, Any]) -> dict[str, Any]:
     return parse_job_graph(document).to_dict()
 
 
+# The helpers below read a document checked when it was stored (a run's target, a job's
+# version, a plan made from one) without checking it again (``stored_job_graph``): the run
+# page and an ETP scale-out or -in need no answer from Spark's parser.
+
+
 def dag_parallelism(document: dict[str, Any]) -> dict[str, int]:
     """Instances per operator."""
-    return {op.id: op.parallelism for op in parse_job_graph(document).operators}
+    return {op.id: op.parallelism for op in stored_job_graph(document).operators}
 
 
 def dag_assignment(document: dict[str, Any]) -> dict[str, list[list[int]]]:
@@ -92,13 +103,13 @@ def dag_assignment(document: dict[str, Any]) -> dict[str, list[list[int]]]:
     show them: [[first key group, last key group, instance], ...]."""
     from engine.runtime.control.run_config import describe, initial_config
 
-    config = initial_config(plan_job(parse_job_graph(document)))
+    config = initial_config(plan_job(stored_job_graph(document)))
     return {op: describe(config, op)["ranges"] for op, c in config.items() if c.owners is not None}
 
 
 def dag_state_kinds(document: dict[str, Any]) -> dict[str, str]:
     """Per operator, the state it keeps: stateless, keyed (by key group) or global."""
-    return {op.id: state_kind_of(op) for op in parse_job_graph(document).operators}
+    return {op.id: state_kind_of(op) for op in stored_job_graph(document).operators}
 
 
 def dag_limits(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -106,7 +117,7 @@ def dag_limits(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     parallelism cannot change live (sinks, sources Spark reads itself) why."""
     from engine.policies.autoscale import parallelism_limits
 
-    graph = parse_job_graph(document)
+    graph = stored_job_graph(document)
     _, fixed = parallelism_limits(graph)
     return {
         op.id: {"max": max_parallelism(graph, op), "pinned_reason": pinned_reason(op),

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from engine.dag.catalog import OPERATOR_TYPES
-from engine.dag.document import read_document
+from engine.dag.document import RawDocument, read_document
 from engine.dag.expressions import warm_up_parser
 from engine.dag.model import JobGraph
 from engine.dag.params import param_problems
@@ -29,8 +29,7 @@ def parse_job_graph(doc: Any) -> JobGraph:
     edge at fault.
     """
     raw = read_document(doc)
-    graph = JobGraph(name=raw.name, key_groups=raw.key_groups,
-                     operators=tuple(raw.operators), edges=tuple(raw.edges))
+    graph = _graph_of(raw)
     problems = list(raw.problems)
     if raw.operators:
         problems += validate_graph(graph)
@@ -51,6 +50,10 @@ def stored_job_graph(doc: Any) -> JobGraph:
     raw = read_document(doc)
     if raw.problems:
         raise DagValidationError(_unique(raw.problems))
+    return _graph_of(raw)
+
+
+def _graph_of(raw: RawDocument) -> JobGraph:
     return JobGraph(name=raw.name, key_groups=raw.key_groups,
                     operators=tuple(raw.operators), edges=tuple(raw.edges))
 

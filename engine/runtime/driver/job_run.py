@@ -1,11 +1,12 @@
-"""The per-run loop: one Spark streaming query whose micro-batches are the run's epochs.
+"""The per-run loop: the run's epochs, started by the driver's own loop when every source
+is a clock source (``loop``), else as the micro-batches of one Spark streaming query.
 
 For each epoch the driver fixes the epoch's plan (picked-up commands applied, watermarks
 advanced) in the epoch log (``planning``), runs the pipeline, logs the outcome and sends
 the metrics and the commands' acks (``epoch``). A replayed epoch (after a crash) reuses
 its logged plan, and every write it repeats is skipped by epoch, so the results are those
-of a run without the crash. The query itself, its restarts and its stop between epochs
-are ``query``'s.
+of a run without the crash. The loop or the query, its restarts and its stop between
+epochs are ``loop``'s and ``query``'s.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from engine.runtime.control.outbox import RunDeliveries
 from engine.runtime.control.run_config import RunConfig, initial_config
 from engine.runtime.driver.epoch import EpochRunner
 from engine.runtime.driver.epoch_log import EpochLog
+from engine.runtime.driver.loop import EpochLoop
 from engine.runtime.driver.options import RunOptions, run_info
 from engine.runtime.driver.planning import EpochPlanner
 from engine.runtime.driver.query import STOP_MARK, RunQuery, StopRequested
-from engine.runtime.io.epoch_clock import Waker
+from engine.runtime.io.streams import paced_by_clock
 from engine.runtime.state import StoreSpec
 
 __all__ = ["STOP_MARK", "JobRun", "RunOptions", "StopRequested"]
@@ -51,9 +53,9 @@ class JobRun:
         # Acks and metrics leave through queues, off the epoch's path (retried there).
         self.deliveries = RunDeliveries(self.run_id, self.channel, publisher, recorder)
         self.epochs = EpochRunner(self.planner, self.deliveries)
-        # A command picked up between epochs starts the next one at once (epoch_clock).
-        self._waker = Waker(os.path.join(options.checkpoint, "epoch-clock-wake"))
-        self.query = RunQuery(spark, graph, options, self.run_id, self._waker.path, self._epoch)
+        self.query: EpochLoop | RunQuery = (
+            EpochLoop(spark, options, self.log, self._epoch) if paced_by_clock(graph)
+            else RunQuery(spark, graph, options, self.run_id, self._epoch))
         self.config: RunConfig = initial_config(plan_job(graph))
         self.last_epoch: int | None = None
         self.status = "starting"
@@ -86,7 +88,7 @@ class JobRun:
         # A rescale interrupts the epoch running now; any command starts the next one at
         # once (epoch_clock).
         self.epochs.interrupt(command)
-        self._waker.wake()
+        self.query.wake()
 
     def _epoch(self, batch: DataFrame, epoch: int) -> None:
         done = self.epochs.run(batch, epoch)

@@ -1,5 +1,6 @@
-"""The run's Spark streaming query: started with one callback per micro-batch, restarted
-when a Python worker did not start in time, stopped only between epochs."""
+"""The Spark streaming query of a run that reads sources through Spark: started with one
+callback per micro-batch, restarted when a Python worker did not start in time, stopped only
+between epochs. (A run whose sources are all clock sources runs from ``loop`` instead.)"""
 
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from engine.dag import JobGraph
 from engine.runtime.driver.options import RunOptions
-from engine.runtime.io.epoch_clock import POLL_MS
-from engine.runtime.io.streams import job_stream, paced_by_clock
+from engine.runtime.io.streams import job_stream
 from engine.runtime.spark.session import streaming_error_logs
 
 STOP_MARK = "streamscale-stop-requested"
@@ -72,10 +72,10 @@ class RunQuery:
     epochs its ``gate`` admits."""
 
     def __init__(self, spark: SparkSession, graph: JobGraph, options: RunOptions, run_id: str,
-                 wake_path: str, on_epoch: Callable[[DataFrame, int], None]) -> None:
+                 on_epoch: Callable[[DataFrame, int], None]) -> None:
         self.spark, self.graph, self.options = spark, graph, options
         self._name = f"streamscale_{run_id}".replace("-", "_")
-        self._wake_path, self._on_epoch = wake_path, on_epoch
+        self._on_epoch = on_epoch
         self.gate = EpochGate(options.stop_after_epoch)
         self._query: StreamingQuery | None = None
         self._worker_retries = 0
@@ -83,7 +83,11 @@ class RunQuery:
     def start(self) -> None:
         """Starts the query from the run's checkpoint."""
         self._query = _open_query(self.spark, self.graph, self.options, self._name,
-                                  self._wake_path, self._on_batch)
+                                  self._on_batch)
+
+    def wake(self) -> None:
+        """Nothing: Spark's trigger paces the sources it reads, and a command waits for the
+        next epoch it starts."""
 
     def _on_batch(self, batch: DataFrame, epoch: int) -> None:
         if not self.gate.admit(epoch):
@@ -157,16 +161,11 @@ class RunQuery:
 
 
 def _open_query(spark: SparkSession, graph: JobGraph, options: RunOptions, name: str,
-                wake_path: str, on_batch: Callable[[DataFrame, int], None]) -> StreamingQuery:
-    interval_ms = options.interval_ms
-    # A run whose sources are all clock sources is paced by the epoch clock, which a
-    # command wakes; any other by Spark's trigger.
-    paced = paced_by_clock(graph) and interval_ms > 0
-    stream = job_stream(spark, graph, interval_ms=interval_ms if paced else 0, wake=wake_path)
+                on_batch: Callable[[DataFrame, int], None]) -> StreamingQuery:
     return (
-        stream.writeStream.foreachBatch(on_batch)
+        job_stream(spark, graph).writeStream.foreachBatch(on_batch)
         .option("checkpointLocation", os.path.join(options.checkpoint, "spark"))
-        .trigger(processingTime=f"{POLL_MS if paced else interval_ms} milliseconds")
+        .trigger(processingTime=f"{options.interval_ms} milliseconds")
         .queryName(name)
         .start()
     )

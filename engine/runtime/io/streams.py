@@ -38,21 +38,19 @@ def source_stream(spark: SparkSession, graph: JobGraph, op_id: str) -> DataFrame
 
 
 def paced_by_clock(graph: JobGraph) -> bool:
-    """Whether the epoch clock alone starts the run's epochs: every source is a clock
-    source (otherwise Spark's trigger paces the sources it reads)."""
+    """Whether the run's epochs are started by the driver's own loop: every source is a
+    clock source (otherwise a Spark query's trigger paces the sources Spark reads)."""
     return bool(graph.sources()) and len(clock_sources(graph)) == len(graph.sources())
 
 
-def job_stream(spark: SparkSession, graph: JobGraph, *, interval_ms: int = 0,
-               wake: str = "") -> DataFrame:
+def job_stream(spark: SparkSession, graph: JobGraph) -> DataFrame:
     """The run's one stream: Spark-read sources, plus the epoch clock when the graph has
-    clock sources (``interval_ms`` and ``wake``: ``engine.runtime.io.epoch_clock``); with
-    several parts, rows carry their source's id in a tag column so one micro-batch (one
-    epoch) covers every source."""
+    clock sources (``engine.runtime.io.epoch_clock``); with several parts, rows carry their
+    source's id in a tag column so one micro-batch (one epoch) covers every source."""
     read = [s for s in graph.sources() if s not in clock_sources(graph)]
     if not clock_sources(graph) and len(read) == 1:
         return source_stream(spark, graph, read[0])
-    frames = [read_epoch_clock(spark, interval_ms=interval_ms, wake=wake).withColumn(
+    frames = [read_epoch_clock(spark).withColumn(
         SOURCE_TAG, F.lit(None).cast("string"))] if clock_sources(graph) else []
     frames += [source_stream(spark, graph, s).withColumn(SOURCE_TAG, F.lit(s)) for s in read]
     combined = frames[0]

@@ -4,6 +4,7 @@ when needed."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Union
 
@@ -64,11 +65,19 @@ def time_quantiles(frame: pa.Table, column: str) -> tuple[float, float, float] |
     )
 
 
-def observed(observation: Observation) -> bool:
+def observed(observation: Observation, wait_s: float = 0.0) -> bool:
     """Whether an action filled the observation (``get`` would block forever otherwise: a
-    sink that skipped a replayed epoch runs no action)."""
+    sink that skipped a replayed epoch runs no action), waiting up to ``wait_s`` for it:
+    Spark's listener fills it a moment after the action's job ended."""
     jo = getattr(observation, "_jo", None)
-    return jo is not None and bool(jo.future().isCompleted())
+    if jo is None:
+        return False
+    deadline = time.monotonic() + wait_s
+    while not jo.future().isCompleted():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 QuantilesRead = Callable[[], "tuple[float, float, float] | None"]

@@ -13,7 +13,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from engine.dag import JobGraph
+from engine.dag import JobGraph, state_kind_of
 from engine.planner import PhysicalPlan
 from engine.runtime.control.run_config import RunConfig, running_plan
 from engine.runtime.errors import UnsupportedJobError
@@ -50,6 +50,9 @@ from engine.runtime.state import StoreSpec
 
 # The order-preserving merge's sequence number: a row's position in what entered its region.
 SEQUENCE = "__seq"
+
+# How long the count of an operator whose rows an ended action read may take to be reported.
+SETTLE_S = 2.0
 
 # Sources read from an outside system: read once per epoch, kept for the epoch's other jobs.
 BROKER_SOURCES = frozenset({"source.redis_stream"})
@@ -109,6 +112,8 @@ class EpochPipeline:
     _partitions: dict[str, int | None] = field(default_factory=dict)
     _instances: dict[str, int] = field(default_factory=dict)
     _counted: dict[str, int] = field(default_factory=dict)
+    _read_by: list[str] = field(default_factory=list)
+    """The keyed operators and sinks whose Spark action read their input this attempt."""
 
     def __post_init__(self) -> None:
         if self.plan is None:
@@ -128,6 +133,9 @@ class EpochPipeline:
             result.sink_commit_s = time.time()
             result.latency_ms = _latency(latency_inputs, result.sink_commit_s)
         except EpochInterrupted:
+            # A keyed stage this attempt ran to its end (the interrupt that voids the
+            # attempt can come as it ends) is replayed by the next attempt, which does not
+            # compute its input again: the counts of the operators before it are this one's.
             counted = self._observed()
             self.earlier.rows_out.update({op: n for op, n in counted.items() if n is not None})
             raise
@@ -211,6 +219,8 @@ class EpochPipeline:
             started = time.perf_counter()
             with self._action(op_id):
                 result.sink_rows[op_id] = self.sinks[op_id].write_epoch(written, self.epoch)
+            if isinstance(written, DataFrame) and result.sink_rows[op_id] != 0:
+                self._read_by.append(op_id)  # not a replayed epoch the sink skipped
             result.sink_wall_ms[op_id] = (time.perf_counter() - started) * 1000.0
             return inputs
         raise UnsupportedJobError(f"operator {op_id!r}: type {op.type!r} is not supported yet")
@@ -257,6 +267,8 @@ class EpochPipeline:
                 replay=earlier is not None,
             )
             stage = stage_fn(spec, inputs, at)
+            if stage.ran and not at.replay:
+                self._read_by.append(op_id)
             # Released with the epoch's other outputs even when an interrupt that came once
             # the instances ran voids this attempt as the stage ends.
             if stage.kept:
@@ -286,11 +298,27 @@ class EpochPipeline:
             return df.observe(observation, _row_count(), *dead_letter_aggregates())
         return df.observe(observation, _row_count())
 
+    def _upstream_of(self, op_ids: list[str]) -> set[str]:
+        """The operators an action of ``op_ids`` computes: the stateless ones and sources
+        before each, up to a keyed operator (whose output the epoch keeps, not computed
+        again)."""
+        found: set[str] = set()
+        stack = [p for op in op_ids for p in self.graph.parents(op)]
+        while stack:
+            op = stack.pop()
+            if op not in found and state_kind_of(self.graph.operator(op)) == "stateless":
+                found.add(op)
+                stack.extend(self.graph.parents(op))
+        return found
+
     def _observed(self) -> dict[str, int | None]:
-        # Only observations an action filled are read (see ``observed``).
+        # Only observations an action filled are read (see ``observed``); those of the
+        # operators whose rows an action of the epoch read are waited for, as Spark's
+        # listener reports them a moment after the action's job ended.
         counts: dict[str, int | None] = {}
+        settle = self._upstream_of(self._read_by)
         for op_id, observation in self._observations.items():
-            done = observed(observation)
+            done = observed(observation, wait_s=SETTLE_S if op_id in settle else 0.0)
             counts[op_id] = int(observation.get["rows"]) if done else None
             if done and DEAD_LETTER_COUNT in observation.get:
                 self.dead_letters[op_id] = dead_letters_of(observation.get)

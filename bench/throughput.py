@@ -3,8 +3,10 @@
 Same generated events (100k keys, 10 s tumbling windows, 2 s watermark), same session,
 same run, both into a sink that computes the rows and discards them (Spark's ``noop``
 format; the VSN job's ``sink.noop`` runs the same write). Rows per second = input rows over
-the summed durations of steady micro-batches, each measured the same way for both (Spark's
-``triggerExecution``: the whole micro-batch, offset and commit logs included); a first round
+the summed durations of steady micro-batches, each the whole micro-batch with its logs: Spark's
+``triggerExecution`` (offset and commit logs included) and the VSN run's report of each epoch
+in the same form (from its start to its outcome logged: a run of clock sources has no Spark
+query, its epoch log is its only log, ``engine.runtime.driver.loop``); a first round
 of each engine warms the JVM and the Python workers and is not measured, and so are the
 first epochs of every run.
 """
@@ -28,9 +30,9 @@ WARMUP = 3
 
 
 def run_vsn(spark: Any, rows_per_batch: int, epochs: int, parallelism: int) -> list[dict[str, Any]]:
-    """Runs the VSN job for ``epochs`` epochs; returns Spark's progress of each micro-batch,
-    whose ``triggerExecution`` covers the whole epoch as for the built-in query (the epoch
-    metrics' ``batch_duration_ms`` leaves out Spark's offset and commit logs)."""
+    """Runs the VSN job for ``epochs`` epochs; returns the run's progress of each epoch,
+    whose ``triggerExecution`` covers the whole epoch as for the built-in query's micro-batch
+    (the epoch metrics' ``batch_duration_ms`` is the same span less queuing its metrics)."""
     publisher = CollectingPublisher()
     with tempfile.TemporaryDirectory(prefix="bench-vsn-") as checkpoint:
         # The events made by as many tasks as the baseline's source reads them in.

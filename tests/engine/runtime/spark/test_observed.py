@@ -1,0 +1,33 @@
+"""An epoch reads the row counts its actions observed: Spark's listener fills an observation
+a moment after the action's job ended, so the read waits for one whose action ran, and never
+blocks on one no action consumed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
+
+from engine.runtime.spark.frames import observed
+
+pytestmark = pytest.mark.spark
+
+
+def test_an_observation_is_read_once_its_action_ended(spark) -> None:  # type: ignore[no-untyped-def]
+    observation = Observation("rows_read")
+    spark.range(1000).observe(observation, F.count(F.lit(1)).alias("rows")).collect()
+
+    assert observed(observation, wait_s=5.0)
+    assert observation.get["rows"] == 1000
+
+
+def test_an_observation_no_action_consumed_is_waited_for_no_longer_than_asked(spark) -> None:  # type: ignore[no-untyped-def]
+    unused = Observation("rows_unused")
+    spark.range(10).observe(unused, F.count(F.lit(1)).alias("rows"))
+    started = time.monotonic()
+
+    assert not observed(unused, wait_s=0.2)
+    assert 0.2 <= time.monotonic() - started < 1.0
+    assert not observed(Observation("never_attached"), wait_s=5.0)

@@ -144,8 +144,10 @@ def test_a_failing_query_names_its_error_in_one_line(var_dir, make_user) -> None
         assert first_line.startswith(f"driver {failed.driver_pid} exited with code 1: "
                                      "the query failed: ")
         assert "CAST_INVALID_INPUT" in first_line
-        # Spark's own report of the failure is in the driver's output.
-        assert "terminated with error" in _driver_log(run)
+        # The failing epoch's report, with its trace, is in the driver's output.
+        output = _driver_log(run)
+        assert "epoch 0 failed; the run ends" in output
+        assert "Traceback (most recent call last)" in output and "CAST_INVALID_INPUT" in output
     finally:
         _kill_driver(_fresh(run))
 

@@ -17,6 +17,7 @@ epoch: the loop ends before the next one.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -29,6 +30,8 @@ from pyspark.sql import DataFrame, SparkSession
 from engine.runtime.driver.epoch_log import EpochLog
 from engine.runtime.driver.options import RunOptions
 from engine.runtime.driver.query import EpochGate
+
+log = logging.getLogger("streamscale.run")
 
 RECENT_PROGRESS = 100  # epochs kept in ``progress()``, as Spark keeps its query's
 
@@ -115,6 +118,8 @@ class EpochLoop:
                 assert self._batch is not None
                 self._on_epoch(self._batch, epoch)
             except BaseException as error:  # noqa: BLE001  # the run's failure, kept
+                # Its trace in the driver's output, as Spark logs a query's failure.
+                log.error("epoch %s failed; the run ends", epoch, exc_info=error)
                 self._error = error
                 return
             finally:

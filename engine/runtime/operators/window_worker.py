@@ -139,9 +139,12 @@ def _merged_at(task: Any, partials: pa.Table, stored: pa.Table) -> pa.Table:
         return partials
     spec: WindowSpec = task.spec
     schema: pa.Schema = task.state_schema
-    # In the input's row order, as ``replace_with_mask`` takes its replacements.
+    # In the input's row order, as ``replace_with_mask`` takes its replacements: each row
+    # is found at most once, so placing them in a row-long array sorts them.
     rows = stored[AT].to_numpy()
-    order = np.argsort(rows, kind="stable")
+    slot = np.full(partials.num_rows, -1, np.int64)
+    slot[rows] = np.arange(len(rows))
+    order = slot[slot >= 0]
     at = pa.array(rows[order])
     values = decode(stored[VALUE].take(pa.array(order)),
                     pa.schema([schema.field(p.name) for p in spec.partials]))

@@ -76,12 +76,18 @@ redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'emitted', ARGV[2], 'runs', ARGV[4
 redis.call('SADD', KEYS[2], ARGV[3])
 return 1
 """
-# A run as Redis holds it: its entries, without their hashes, compressed with zstd. The
-# store's Redis syncs every write to disk, which costs about 8 ms per MB on a 2-core machine
-# against under 4 ms per MB to compress it (a third of the bytes: a run's timers and values
-# repeat); the local cache keeps runs uncompressed, as they are searched in place.
+# A run as Redis holds it: its entries, without their hashes, as an Arrow IPC file
+# compressed whole with zstd behind a header (``_ZSTD``, then the file's size as 8 bytes,
+# little-endian). The store's Redis syncs every write to disk, which costs about 8 ms per MB
+# on a 2-core machine against under 4 ms per MB to compress it (a third of the bytes: a
+# run's timers and values repeat); the local cache keeps runs uncompressed, as they are
+# searched in place. One compression of the whole file, not one of each buffer as the IPC
+# format's own option does: that one made a zstd context per buffer, several per run, and
+# cost a 10M-key epoch's instance 57 ms more (``bench state``). Runs Redis holds as IPC
+# files, with compressed buffers or plain (written before), still read.
 _STORED = pa.schema([RUN_SCHEMA.field(name) for name in (TIMER, FIELD, VALUE)])
-_COMPRESSED = pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", compression_level=1))
+_ZSTD = b"SRZ1"
+_CODEC = pa.Codec("zstd", compression_level=1)
 # Run files this process has mapped from its cache.
 _MAPPED = MappedFiles()
 _WRITTEN = re.compile(r"^e(\d+)-[0-9a-f]+$")
@@ -301,14 +307,19 @@ class RedisKeyedEntries(SortedRunsEntries):
 def _stored(table: pa.Table) -> bytes:
     """A run's bytes as Redis holds them."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, _STORED, options=_COMPRESSED) as writer:
+    with pa.ipc.new_file(sink, _STORED) as writer:
         writer.write_batch(table.select(_STORED.names).combine_chunks().to_batches()[0])
-    return sink.getvalue().to_pybytes()
+    plain = sink.getvalue()
+    return _ZSTD + plain.size.to_bytes(8, "little") + _CODEC.compress(plain, asbytes=True)
 
 
 def _run_table(data: bytes) -> pa.Table:
-    """A run from its bytes in Redis (compressed or, as written before, not), its hashes
-    computed again (in the order it is sorted by)."""
+    """A run from its bytes in Redis (compressed whole or, as written before, an IPC file
+    with compressed buffers or plain), its hashes computed again (in the order it is sorted
+    by)."""
+    if data.startswith(_ZSTD):
+        size = int.from_bytes(data[len(_ZSTD) : len(_ZSTD) + 8], "little")
+        data = _CODEC.decompress(data[len(_ZSTD) + 8 :], decompressed_size=size, asbytes=True)
     stored = pa.ipc.open_file(pa.py_buffer(data)).read_all()
     hashes = pa.array(entry_hashes(stored[TIMER], stored[FIELD]), pa.uint64())
     return pa.Table.from_arrays([hashes, *stored.columns], schema=RUN_SCHEMA)

@@ -26,9 +26,11 @@ from engine.runtime.state.sorted_runs import (
     Loaded,
     Run,
     entry_hashes,
+    entry_order,
     live_entries,
     live_entries_of_groups,
     lookup,
+    one_chunk,
     runs_to_merge,
     sorted_runs,
 )
@@ -66,17 +68,23 @@ class SortedRunsEntries(KeyedEntries):
         found entry with its row among ``wanted`` (``AT``)."""
         if wanted.num_rows == 0:
             return keyed.FOUND.empty_table()
-        opened = self._open(operator, self._rows(operator, set(wanted[KG].to_pylist())))
-        hashes = pa.array(entry_hashes(wanted[TIMER], wanted[FIELD]), pa.uint64())
-        rows = pa.array(np.arange(wanted.num_rows, dtype=np.int64))
+        kgs = one_chunk(wanted[KG]).to_numpy(zero_copy_only=False)
+        hashes = entry_hashes(wanted[TIMER], wanted[FIELD])
+        # Sorted by (group, hash) once: each group's stretch is then sorted for its search.
+        order = entry_order(kgs, hashes)
+        kgs, hashes = kgs[order], hashes[order]
+        searched = wanted.select([TIMER, FIELD]).take(pa.array(order))
+        groups, starts = np.unique(kgs, return_index=True)
+        ends = [*starts[1:].tolist(), len(kgs)]
+        opened = self._open(operator, self._rows(operator, groups.tolist()))
         parts = []
-        searched = wanted.append_column(HASH, hashes).append_column(AT, rows)
-        for kg, part in keyed.slices_by(searched, KG).items():
+        for kg, start, end in zip(groups.tolist(), starts.tolist(), ends, strict=True):
             if kg not in opened:
                 continue
-            positions, found = lookup(opened[kg][::-1], part, part[HASH].to_numpy())
+            part = searched.slice(start, end - start)
+            positions, found = lookup(opened[kg][::-1], part, hashes[start:end], presorted=True)
             if found.num_rows:
-                at = pa.array(part[AT].to_numpy()[positions])
+                at = pa.array(order[start + positions])
                 parts.append(entries_of(kg, found).append_column(AT, at))
         found = pa.concat_tables(parts) if parts else keyed.FOUND.empty_table()
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes

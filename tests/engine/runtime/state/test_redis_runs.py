@@ -104,7 +104,7 @@ def test_a_lost_cache_is_fetched_again(redis_url, namespace, tmp_path) -> None: 
     assert _values(store, 0, [f"k{i}" for i in range(50)]) == expected
 
 
-def test_redis_holds_runs_compressed_and_reads_runs_stored_uncompressed(  # type: ignore[no-untyped-def]
+def test_redis_holds_runs_compressed_and_reads_runs_stored_as_before(  # type: ignore[no-untyped-def]
     redis_url, namespace, tmp_path
 ) -> None:
     store = _machine(redis_url, namespace, str(tmp_path / "cache"))
@@ -113,18 +113,22 @@ def test_redis_holds_runs_compressed_and_reads_runs_stored_uncompressed(  # type
     client = redis.Redis.from_url(redis_url)
     (key,) = client.scan_iter(match=f"{{{namespace}:op:0}}:r:*")
     stored = client.get(key)
-    assert stored is not None
-    table = pa.ipc.open_file(pa.py_buffer(stored)).read_all()
+    assert stored is not None and stored.startswith(b"SRZ1")
+    size = int.from_bytes(stored[4:12], "little")
+    whole = pa.Codec("zstd").decompress(stored[12:], decompressed_size=size, asbytes=True)
+    table = pa.ipc.open_file(pa.py_buffer(whole)).read_all()
     assert table.num_rows == 2000
-    plain = pa.BufferOutputStream()
-    with pa.ipc.new_file(plain, table.schema) as writer:
-        writer.write_table(table)
-    assert len(stored) < plain.getvalue().size / 2  # the timers and values repeat
-    # A run Redis holds uncompressed (written before runs were compressed) reads the same.
-    client.set(key, plain.getvalue().to_pybytes())
-    elsewhere = _machine(redis_url, namespace, str(tmp_path / "elsewhere"))
-    assert _values(elsewhere, 0, ["key-00000", "key-01999", "nope"]) == {
-        "key-00000": "1", "key-01999": "1"}
+    assert len(stored) < size / 2  # the timers and values repeat
+    # Runs Redis holds as IPC files (written before), plain or with compressed buffers,
+    # read the same.
+    for options in (pa.ipc.IpcWriteOptions(), pa.ipc.IpcWriteOptions(compression="zstd")):
+        before = pa.BufferOutputStream()
+        with pa.ipc.new_file(before, table.schema, options=options) as writer:
+            writer.write_table(table)
+        client.set(key, before.getvalue().to_pybytes())
+        elsewhere = _machine(redis_url, namespace, str(tmp_path / f"elsewhere-{id(options)}"))
+        assert _values(elsewhere, 0, ["key-00000", "key-01999", "nope"]) == {
+            "key-00000": "1", "key-01999": "1"}
 
 
 def test_a_group_changed_under_a_commit_is_refused(  # type: ignore[no-untyped-def]

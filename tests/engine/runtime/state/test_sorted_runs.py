@@ -21,6 +21,7 @@ from engine.runtime.state.sorted_runs import (
     Loaded,
     Run,
     entry_hashes,
+    entry_order,
     live_entries,
     live_entries_of_groups,
     lookup,
@@ -244,6 +245,37 @@ def test_merges_found_together_keep_the_newest_of_entries_whose_hashes_collide()
     assert merged[8]["value"].to_pylist() == ["other"]
     plain = live_entries_of_groups({1: [newer, _run_with_hashes([(7, 1, "d", "old")])]})
     assert plain[1]["value"].to_pylist() == ["new-b", "d"]
+
+
+def test_entries_are_ordered_by_group_then_whole_hash() -> None:
+    rng = np.random.default_rng(3)
+    groups = rng.integers(0, 32768, 5000)
+    hashes = rng.integers(0, 2**64, 5000, dtype=np.uint64)
+    # Hashes alike in their top 48 bits, so the quick key ties and the order must come
+    # from the whole hash: in reverse in the input, in the same group.
+    alike = np.array([0xABCDEF0000FF, 0xABCDEF000010, 0xABCDEF000001], np.uint64)
+    hashes[:3] = alike << np.uint64(8)
+    groups[:3] = 7
+    for stable in (False, True):
+        order = entry_order(groups, hashes, stable=stable)
+        assert order.tolist() == np.lexsort((hashes, groups)).tolist()
+
+
+def test_a_stable_order_keeps_equal_entries_in_their_order() -> None:
+    groups = np.array([2, 1, 2, 1, 2], np.int64)
+    hashes = np.array([9, 4, 9, 4, 3], np.uint64)
+    assert entry_order(groups, hashes, stable=True).tolist() == [1, 3, 4, 0, 2]
+
+
+def test_merges_keep_hash_order_where_hashes_differ_in_low_bits_only() -> None:
+    # The newer run's hash is the largest: runs laid end to end are out of order in bits
+    # the quick sort key leaves out.
+    newer = _run_with_hashes([(0x1234_5678_9ABC_0030, 1, "a", "a")])
+    older = _run_with_hashes([(0x1234_5678_9ABC_0010, 1, "c", "c"),
+                              (0x1234_5678_9ABC_0020, 1, "b", "b")])
+    merged = live_entries_of_groups({4: [newer, older]})[4]
+    assert merged["h"].to_pylist() == sorted(merged["h"].to_pylist())
+    assert merged["field"].to_pylist() == ["c", "b", "a"]
 
 
 def _files(store, operator: str) -> set[str]:  # type: ignore[no-untyped-def]

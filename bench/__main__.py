@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--observe-s", type=float, default=300.0,
                         help="seconds watched after the backlog stops growing (autoscale)")
     parser.add_argument("--large-keys", type=int, default=10_000_000, help="keys (state)")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="rounds of the VSN runs, small and large alternating (state)")
     parser.add_argument("--keys", type=int, default=KEYS,
                         help="distinct keys of the events (rescale)")
     parser.add_argument("--window", default=WINDOW, help="window length (rescale)")
@@ -70,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             rows_per_batch=args.rows_per_batch,
             large_keys=args.large_keys,
             measured=args.epochs or 9,
+            rounds=args.rounds,
         )
     elif args.benchmark == "throughput":
         from bench.throughput import measure

@@ -11,7 +11,10 @@ then the measured epochs run on that state. Every engine reads the same Parquet 
 - Spark's built-in aggregation with the RocksDB store on the large state (the peer).
 
 An epoch's time is Spark's ``triggerExecution`` of its micro-batch (what a user waits for:
-the whole epoch, offset and commit logs included), the median over the measured epochs.
+the whole epoch, offset and commit logs included), the median over the measured epochs. The
+four VSN runs are made ``rounds`` times, small and large state alternating, and each VSN
+figure is the median over all its rounds' measured epochs: single epochs on a shared 2-core
+machine vary by tens of percent, and slow spells last longer than a run.
 The driver's memory is the resident set of this (the driver's) Python process, sampled
 throughout; the JVM, which in local mode is also the executor, is left out.
 """
@@ -238,8 +241,10 @@ def measure(
     small_keys: int = 100_000,
     fill_rows: int = 2_000_000,
     measured: int = 9,
+    rounds: int = 2,
 ) -> dict[str, Any]:
-    """Runs the five measurements in one session; returns the figures."""
+    """Runs the measurements in one session (the VSN ones ``rounds`` times); returns the
+    figures."""
     began = time.monotonic()
     redis_url = product_redis_url()
     spark = build_session(app_name="bench-state")
@@ -256,10 +261,18 @@ def measure(
         # The session's first run also warms the JVM and the Python workers up, which its
         # warm-up epochs do not cover: not measured, so no store's figures carry it.
         run_vsn(spark, small, "session warm-up (not measured)")
-        vsn_small = run_vsn(spark, small, "vsn small")
-        vsn_large = run_vsn(spark, large, "vsn large")
-        redis_small = run_vsn(spark, small, "redis small", redis_url)
-        redis_large = run_vsn(spark, large, "redis large", redis_url)
+        vsn_small: list[float] = []
+        vsn_large: list[float] = []
+        redis_small: list[float] = []
+        redis_large: list[float] = []
+        # Rounds of the four VSN runs, small and large state alternating: a slow spell of
+        # the shared machine falls on both sizes, not on the one measured during it.
+        for round_ in range(1, rounds + 1):
+            tag = f" (round {round_}/{rounds})"
+            vsn_small += run_vsn(spark, small, "vsn small" + tag)
+            vsn_large += run_vsn(spark, large, "vsn large" + tag)
+            redis_small += run_vsn(spark, small, "redis small" + tag, redis_url)
+            redis_large += run_vsn(spark, large, "redis large" + tag, redis_url)
         spark_large = run_builtin(spark, large, "spark rocksdb large")
         rss.stop()
     ms = {
@@ -278,6 +291,7 @@ def measure(
         "keys_large": large_keys,
         "rows_per_batch": rows_per_batch,
         "epochs_measured": measured,
+        "vsn_rounds": rounds,
         "vsn_epoch_ms_small": round(ms["vsn_small"], 1),
         "vsn_epoch_ms_large": round(ms["vsn_large"], 1),
         "vsn_growth": round(ms["vsn_large"] / ms["vsn_small"], 3),

@@ -28,12 +28,14 @@ import hashlib
 import os
 import re
 import shutil
+import struct
 import tempfile
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import redis
 
@@ -58,6 +60,7 @@ from engine.runtime.state.sorted_runs import (
     MappedFiles,
     Run,
     entry_hashes,
+    one_chunk,
     write_runs,
 )
 
@@ -76,17 +79,20 @@ redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'emitted', ARGV[2], 'runs', ARGV[4
 redis.call('SADD', KEYS[2], ARGV[3])
 return 1
 """
-# A run as Redis holds it: its entries, without their hashes, as an Arrow IPC file
-# compressed whole with zstd behind a header (``_ZSTD``, then the file's size as 8 bytes,
-# little-endian). The store's Redis syncs every write to disk, which costs about 8 ms per MB
-# on a 2-core machine against under 4 ms per MB to compress it (a third of the bytes: a
-# run's timers and values repeat); the local cache keeps runs uncompressed, as they are
-# searched in place. One compression of the whole file, not one of each buffer as the IPC
-# format's own option does: that one made a zstd context per buffer, several per run, and
-# cost a 10M-key epoch's instance 57 ms more (``bench state``). Runs Redis holds as IPC
-# files, with compressed buffers or plain (written before), still read.
+# A run as Redis holds it: its entries without their hashes, packed column by column (the
+# timers, then each string column's lengths and bytes) and compressed whole with zstd,
+# behind a header (``_PACKED``, then the rows, the two string columns' bytes and the packed
+# size, each 8 bytes little-endian). The store's Redis syncs every write to disk and a
+# 10M-key epoch writes a few MB of merged runs, so the bytes count: packed, a run of short
+# keys takes about 4 bytes an entry where an Arrow IPC file of it compressed took 9 (zstd
+# does little with the IPC format's running offsets); one compression of the whole, not
+# one per buffer as the IPC option does, makes one zstd context per run instead of several
+# (57 ms less of a 10M-key epoch's instance in ``bench state``). The local cache keeps runs
+# as plain IPC files, as they are searched in place. Runs Redis holds as IPC files,
+# compressed or plain (written before), still read.
 _STORED = pa.schema([RUN_SCHEMA.field(name) for name in (TIMER, FIELD, VALUE)])
-_ZSTD = b"SRZ1"
+_PACKED = b"SRP1"
+_HEADER = struct.Struct("<4sQQQQ")
 _CODEC = pa.Codec("zstd", compression_level=1)
 # Run files this process has mapped from its cache.
 _MAPPED = MappedFiles()
@@ -305,22 +311,53 @@ class RedisKeyedEntries(SortedRunsEntries):
 
 
 def _stored(table: pa.Table) -> bytes:
-    """A run's bytes as Redis holds them."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, _STORED) as writer:
-        writer.write_batch(table.select(_STORED.names).combine_chunks().to_batches()[0])
-    plain = sink.getvalue()
-    return _ZSTD + plain.size.to_bytes(8, "little") + _CODEC.compress(plain, asbytes=True)
+    """A run's bytes as Redis holds them (``_PACKED``)."""
+    timers = one_chunk(table[TIMER]).cast(pa.int64()).to_numpy(zero_copy_only=False)
+    strings = [_lengths_and_bytes(one_chunk(table[name]), name) for name in (FIELD, VALUE)]
+    body = b"".join(
+        [timers.tobytes(), *(part for lengths, data in strings for part in (lengths, data))])
+    header = _HEADER.pack(_PACKED, table.num_rows, len(strings[0][1]), len(strings[1][1]),
+                          len(body))
+    return header + _CODEC.compress(body, asbytes=True)
+
+
+def _lengths_and_bytes(column: pa.Array, name: str) -> tuple[bytes, bytes]:
+    """A string column's lengths (int32) and its bytes, end to end."""
+    if column.null_count:
+        raise StreamRuntimeError(f"a run's {name} column holds nulls, which runs never do")
+    column = column.cast(pa.string())
+    offsets = np.frombuffer(column.buffers()[1], np.int32)[
+        column.offset : column.offset + len(column) + 1]
+    data = column.buffers()[2]
+    text = b"" if data is None else data.to_pybytes()[offsets[0] : offsets[-1]]
+    return np.diff(offsets).astype(np.int32).tobytes(), text
+
+
+def _unpacked(data: bytes) -> pa.Table:
+    """The ``TIMER``, ``FIELD``, ``VALUE`` table of a run's ``_PACKED`` bytes."""
+    _, rows, field_bytes, value_bytes, size = _HEADER.unpack_from(data)
+    body = _CODEC.decompress(memoryview(data)[_HEADER.size :], decompressed_size=size)
+    at = 8 * rows
+    timers = pa.Array.from_buffers(pa.int64(), rows, [None, body.slice(0, at)])
+    columns = []
+    for length in (field_bytes, value_bytes):
+        lengths = np.frombuffer(body, np.int32, rows, at)
+        offsets = np.zeros(rows + 1, np.int32)
+        np.cumsum(lengths, out=offsets[1:])
+        text = body.slice(at + 4 * rows, length)
+        columns.append(pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), text))
+        at += 4 * rows + length
+    return pa.Table.from_arrays([timers, *columns], schema=_STORED)
 
 
 def _run_table(data: bytes) -> pa.Table:
-    """A run from its bytes in Redis (compressed whole or, as written before, an IPC file
-    with compressed buffers or plain), its hashes computed again (in the order it is sorted
+    """A run from its bytes in Redis (packed or, as written before, an IPC file with
+    compressed buffers or plain), its hashes computed again (in the order it is sorted
     by)."""
-    if data.startswith(_ZSTD):
-        size = int.from_bytes(data[len(_ZSTD) : len(_ZSTD) + 8], "little")
-        data = _CODEC.decompress(data[len(_ZSTD) + 8 :], decompressed_size=size, asbytes=True)
-    stored = pa.ipc.open_file(pa.py_buffer(data)).read_all()
+    if data.startswith(_PACKED):
+        stored = _unpacked(data)
+    else:
+        stored = pa.ipc.open_file(pa.py_buffer(data)).read_all()
     hashes = pa.array(entry_hashes(stored[TIMER], stored[FIELD]), pa.uint64())
     return pa.Table.from_arrays([hashes, *stored.columns], schema=RUN_SCHEMA)
 

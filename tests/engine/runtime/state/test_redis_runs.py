@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from engine.runtime.errors import StreamRuntimeError
-from engine.runtime.state import StoreSpec, open_store
+from engine.runtime.state import StoreSpec, open_store, redis_keyed
 from engine.runtime.state.keyed import KeyedChanges
 from engine.runtime.state.redis_entries import RedisEntriesLayout
 from engine.runtime.state.redis_store import RedisStateStore
@@ -113,12 +113,15 @@ def test_redis_holds_runs_compressed_and_reads_runs_stored_as_before(  # type: i
     client = redis.Redis.from_url(redis_url)
     (key,) = client.scan_iter(match=f"{{{namespace}:op:0}}:r:*")
     stored = client.get(key)
-    assert stored is not None and stored.startswith(b"SRZ1")
-    size = int.from_bytes(stored[4:12], "little")
-    whole = pa.Codec("zstd").decompress(stored[12:], decompressed_size=size, asbytes=True)
-    table = pa.ipc.open_file(pa.py_buffer(whole)).read_all()
-    assert table.num_rows == 2000
-    assert len(stored) < size / 2  # the timers and values repeat
+    assert stored is not None and stored.startswith(b"SRP1")
+    table = redis_keyed._run_table(stored).select(["timer", "field", "value"])
+    assert table.num_rows == 2000 and set(table["field"].to_pylist()) == set(puts)
+    ipc = pa.BufferOutputStream()
+    with pa.ipc.new_file(ipc, table.schema,
+                         options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+        writer.write_table(table)
+    # Packed, the run takes under half the bytes of its IPC file with compressed buffers.
+    assert len(stored) < ipc.getvalue().size / 2
     # Runs Redis holds as IPC files (written before), plain or with compressed buffers,
     # read the same.
     for options in (pa.ipc.IpcWriteOptions(), pa.ipc.IpcWriteOptions(compression="zstd")):
@@ -167,3 +170,18 @@ def test_state_in_the_entries_layout_stays_in_it(redis_url, namespace, tmp_path)
     assert not client.exists(f"{{{namespace}:op:5}}:g")
     assert store.groups("op") == {5}
     store.clear()
+
+
+def test_a_packed_run_reads_back_as_written_and_refuses_nulls() -> None:
+    table = pa.table({
+        "h": pa.array([3, 1, 2, 9], pa.uint64()),
+        "timer": pa.array([-5, 0, 2**40, 7], pa.int64()),
+        "field": pa.array(["", "é|x", "a" * 300, "b"], pa.string()),
+        "value": pa.array(["v1", "", "n", "v2"], pa.string()),
+    }).slice(1)  # a slice, as a commit's runs are of the table it sorted
+    back = redis_keyed._run_table(redis_keyed._stored(table))
+    assert back.select(["timer", "field", "value"]).to_pylist() == table.select(
+        ["timer", "field", "value"]).to_pylist()
+    nulls = table.set_column(3, "value", pa.array(["v", None, "w"], pa.string()))
+    with pytest.raises(StreamRuntimeError, match="value column holds nulls"):
+        redis_keyed._stored(nulls)

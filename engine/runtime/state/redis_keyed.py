@@ -321,15 +321,16 @@ def _stored(table: pa.Table) -> bytes:
     return header + _CODEC.compress(body, asbytes=True)
 
 
-def _lengths_and_bytes(column: pa.Array, name: str) -> tuple[bytes, bytes]:
-    """A string column's lengths (int32) and its bytes, end to end."""
+def _lengths_and_bytes(column: pa.Array, name: str) -> tuple[bytes, memoryview]:
+    """A string column's lengths (int32) and its bytes, end to end (a view: a commit's runs
+    are slices of one table, whose whole data buffer each of them shares)."""
     if column.null_count:
         raise StreamRuntimeError(f"a run's {name} column holds nulls, which runs never do")
     column = column.cast(pa.string())
     offsets = np.frombuffer(column.buffers()[1], np.int32)[
         column.offset : column.offset + len(column) + 1]
     data = column.buffers()[2]
-    text = b"" if data is None else data.to_pybytes()[offsets[0] : offsets[-1]]
+    text = memoryview(b"" if data is None else data)[offsets[0] : offsets[-1]]
     return np.diff(offsets).astype(np.int32).tobytes(), text
 
 

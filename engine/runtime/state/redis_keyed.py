@@ -87,7 +87,7 @@ return 1
 # keys takes about 4 bytes an entry where an Arrow IPC file of it compressed took 9 (zstd
 # does little with the IPC format's running offsets); one compression of the whole, not
 # one per buffer as the IPC option does, makes one zstd context per run instead of several
-# (57 ms less of a 10M-key epoch's instance in ``bench state``). The local cache keeps runs
+# (a commit writes a run for most of its 64 or so groups). The local cache keeps runs
 # as plain IPC files, as they are searched in place. Runs Redis holds as IPC files,
 # compressed or plain (written before), still read.
 _STORED = pa.schema([RUN_SCHEMA.field(name) for name in (TIMER, FIELD, VALUE)])

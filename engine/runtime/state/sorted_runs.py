@@ -150,13 +150,16 @@ def one_chunk(array: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def entry_order(groups: np.ndarray, hashes: np.ndarray, *, stable: bool = False) -> np.ndarray:
-    """The order that sorts entries by (group, hash), exactly, for groups below 2**16: one
-    NumPy sort of a 64-bit key made of the group and the hash's top 48 bits (several times
-    faster than ``np.lexsort``), checked against the whole hashes, which differ in those
-    bits alone so rarely that a ``lexsort`` then is no cost. ``stable`` keeps entries of
-    equal (group, hash) in their order (a stable sort is quick on runs already sorted)."""
+    """The order that sorts entries by (group, hash), exactly: one NumPy sort of a 64-bit
+    key made of the group and the hash's top 48 bits (several times faster than
+    ``np.lexsort``), checked against the whole hashes, which differ in those bits alone so
+    rarely that a ``lexsort`` then is no cost (nor for groups past 2**16, which the key
+    cannot hold; key groups stop at 32768). ``stable`` keeps entries of equal (group, hash)
+    in their order (a stable sort is quick on runs already sorted)."""
     if not len(hashes):
         return np.zeros(0, np.int64)
+    if groups.min() < 0 or groups.max() >= 1 << 16:
+        return np.lexsort((hashes, groups))
     key = (groups.astype(np.uint64) << np.uint64(48)) | (hashes >> np.uint64(16))
     order = np.argsort(key, kind="stable" if stable else None)
     ordered_groups, ordered = groups[order], hashes[order]

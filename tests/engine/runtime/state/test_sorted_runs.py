@@ -261,6 +261,12 @@ def test_entries_are_ordered_by_group_then_whole_hash() -> None:
         assert order.tolist() == np.lexsort((hashes, groups)).tolist()
 
 
+def test_groups_the_quick_key_cannot_hold_are_ordered_too() -> None:
+    groups = np.array([70_000, 5, 70_000, 65_536], np.int64)
+    hashes = np.array([2, 9, 1, 4], np.uint64)
+    assert entry_order(groups, hashes).tolist() == [1, 3, 2, 0]
+
+
 def test_a_stable_order_keeps_equal_entries_in_their_order() -> None:
     groups = np.array([2, 1, 2, 1, 2], np.int64)
     hashes = np.array([9, 4, 9, 4, 3], np.uint64)

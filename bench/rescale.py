@@ -2,9 +2,13 @@
 live on VSN vs Spark's stop, offline repartition and restart.
 
 VSN: the window-count job runs at steady load (epochs back to back, 1 s of events each) with
-2 instances and is rescaled 2 -> 8 -> 3, then alternated 3 <-> 4, each request sent in the
-middle of an epoch through the run's control channel on Redis, as in a product run (the
-Redis the product's settings name: the embedded one unless ``REDIS_URL`` is set). Both sides
+2 instances and is rescaled 2 -> 8 -> 3, then alternated 3 <-> 4, through the run's control
+channel on Redis, as in a product run (the Redis the product's settings name: the embedded one
+unless ``REDIS_URL`` is set). A user's request comes at any point of an epoch, and what it
+waits for depends on that point (before a keyed stage's instances start, its routing is
+cancelled and the epoch runs again at the new parallelism; after, the attempt ends and its
+key groups are replayed): the requests are sent at 0.1, 0.3, 0.5, 0.7 and 0.9 of the epoch
+that runs (of the median of the last epochs), in turn, each parallelism at every point. Both sides
 write to a sink that computes the rows and discards them (``sink.noop``, Spark's ``noop``).
 Baseline, same job and state size, same session: Spark's built-in aggregation is stopped,
 its state repartitioned offline with
@@ -23,7 +27,8 @@ Headline figures:
 - ``epochs_to_apply``: 0 when the epoch running at the request takes the change (a rescale
   interrupts it and it runs again under the new plan), 1 when the next one does;
 - ``rescale_epoch_vs_same_parallelism``: the first epoch that computed every key group at the
-  new parallelism over the median steady epoch at that parallelism (median and max over the
+  new parallelism over the median steady epoch at that parallelism doing the same work (closing
+  the windows, or not: an epoch that closes them emits 100k rows) (median and max over the
   rescales): the rescale epoch's run under the new plan (from the interrupt of its void attempt,
   if it had one), or the whole epoch after it when that run replayed the key groups the void
   attempt had committed (``rescale_epochs_replayed`` counts those); ``interrupted_epochs``, the
@@ -33,7 +38,8 @@ Headline figures:
 - ``state_bytes_copied``: what the state store reports it copied between owners.
 
 Context (noise on a shared 2-core machine, not headline): each rescale epoch's excess over
-its neighbours and the excess 1 steady epoch in 12 reaches with no rescale at all.
+the steady median it is compared with, the excess 1 steady epoch in 12 reaches with no rescale
+at all, and the ratio over the steady median of every phase (``..._any_phase``).
 """
 
 from __future__ import annotations
@@ -55,7 +61,14 @@ from engine.runtime.spark.session import build_session
 
 STEPS = (8, 3, 4, 3, 4, 3, 4, 3, 4, 3, 4, 3)
 WARMUP = 10  # epochs before the first rescale: JIT and Python workers warm up
-EPOCHS_PER_STEP = 5  # steady epochs at each parallelism to compare the rescale epoch with
+# Epochs at each parallelism. The 10 s windows close every 10th epoch (100k rows out), an
+# epoch that costs more than the others at any parallelism. A step of 7 epochs (not a
+# divisor of 10) moves each parallelism's rescale across the window cycle, and leaves
+# steady epochs that close windows and steady epochs that do not at 3 and at 4; the first
+# step's 11 hold both at 8 whichever epoch the rescale lands on.
+EPOCHS_PER_STEP = 7
+FIRST_STEP = 11
+REQUEST_AT = (0.1, 0.3, 0.5, 0.7, 0.9)  # of an epoch, in turn: 3 and 4 each get all five
 RESTARTS = (8, 3, 4)  # the baseline's repartitions, one restart sample each
 
 
@@ -71,9 +84,21 @@ def product_redis_url() -> str:
     return embedded.ensure_redis(var_dir=load_config().var_dir)
 
 
+def step_epoch(step: int) -> int:
+    """The last epoch before the ``step``-th rescale request (0-based)."""
+    return WARMUP if step == 0 else WARMUP + FIRST_STEP + (step - 1) * EPOCHS_PER_STEP
+
+
 def _wait_epoch(run: JobRun, epoch: int) -> None:
     while (run.last_epoch if run.last_epoch is not None else -1) < epoch:
-        time.sleep(0.005)
+        time.sleep(0.002)
+
+
+def request_delay_s(step: int, epochs: list[dict[str, Any]]) -> float:
+    """How long after an epoch starts the ``step``-th request is sent: its point of
+    ``REQUEST_AT`` of the median of the last five epochs' durations."""
+    recent = [m["batch_duration_ms"] for m in epochs[-5:]]
+    return REQUEST_AT[step % len(REQUEST_AT)] * statistics.median(recent) / 1000.0
 
 
 def run_vsn_rescales(
@@ -94,31 +119,41 @@ def run_vsn_rescales(
                         control_url=url, control_prefix=prefix)
         assert isinstance(run.channel, RedisControlChannel)
         requested_during: dict[str, int] = {}
+        request_at: dict[str, float] = {}
         try:
             for i, parallelism in enumerate(STEPS):
-                _wait_epoch(run, WARMUP + i * EPOCHS_PER_STEP)
-                time.sleep(0.2)  # request in the middle of an epoch, not at its boundary
+                _wait_epoch(run, step_epoch(i))  # the next epoch starts now
+                time.sleep(request_delay_s(i, publisher.epochs))
                 running = (run.last_epoch or 0) + 1
                 request = request_reconfiguration(
                     run.channel, kind="rescale", operator="counts", parallelism=parallelism)
                 requested_during[request] = running
+                request_at[request] = REQUEST_AT[i % len(REQUEST_AT)]
                 run.channel.wait_for_ack(request, 60)
             run.wait()
         finally:
             run.channel.delete()
-    return {"acks": recorder.acks, "epochs": publisher.epochs, "during": requested_during}
+    return {"acks": recorder.acks, "epochs": publisher.epochs, "during": requested_during,
+            "request_at": request_at}
 
 
-def steady_medians(result: dict[str, Any]) -> dict[int, float]:
-    """Median epoch of each parallelism over its steady epochs (no rescale applied in them):
-    8 instances on 2 cores cost more per epoch than 3, rescale or not."""
+def epoch_kind(m: dict[str, Any]) -> tuple[int, bool]:
+    """An epoch's parallelism and whether it closed windows (emitted rows)."""
+    counts = m["operators"]["counts"]
+    return counts["instances"], bool(counts["rows_out"])
+
+
+def steady_medians(result: dict[str, Any], by_phase: bool = True) -> dict[Any, float]:
+    """Median steady epoch (no rescale applied in it) of each parallelism and, ``by_phase``,
+    of each phase of the window cycle: 8 instances on 2 cores cost more per epoch than 3,
+    and an epoch that closes the windows more than one that does not, rescale or not."""
     applied = {a["applied_epoch"] for a in result["acks"]}
-    by_parallelism: dict[int, list[float]] = {}
+    groups: dict[Any, list[float]] = {}
     for m in result["epochs"]:
         if m["epoch"] >= WARMUP - 2 and m["epoch"] not in applied:
-            p = m["operators"]["counts"]["instances"]
-            by_parallelism.setdefault(p, []).append(m["batch_duration_ms"])
-    return {p: statistics.median(ds) for p, ds in by_parallelism.items()}
+            kind = epoch_kind(m) if by_phase else epoch_kind(m)[0]
+            groups.setdefault(kind, []).append(m["batch_duration_ms"])
+    return {k: statistics.median(ds) for k, ds in groups.items()}
 
 
 def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
@@ -126,8 +161,8 @@ def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
     durations = {m["epoch"]: m["batch_duration_ms"] for m in result["epochs"]}
     # A rescale epoch's attempt under the new plan (after the interrupted one, if any).
     last_attempts = {m["epoch"]: m["last_attempt_ms"] for m in result["epochs"]}
-    instances = {m["epoch"]: m["operators"]["counts"]["instances"] for m in result["epochs"]}
-    steady = steady_medians(result)
+    kinds = {m["epoch"]: epoch_kind(m) for m in result["epochs"]}
+    by_kind, by_p = steady_medians(result), steady_medians(result, by_phase=False)
     acks = result["acks"]
     effect_s = sorted((a["epoch_ended_at_ms"] - a["requested_at_ms"]) / 1000.0 for a in acks)
     applied = [a["applied_epoch"] for a in acks]
@@ -136,11 +171,20 @@ def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
     replayed = {m["epoch"] for m in result["epochs"]
                 if m["epoch"] in applied and m["operators"]["counts"].get("groups_replayed")}
     by_epoch = {m["epoch"]: m for m in result["epochs"]}
+    compared = (set(applied) | {e + 1 for e in replayed}) & set(kinds)
+    missing = {kinds[e] for e in compared} - set(by_kind)
+    if missing:
+        raise ValueError(f"no steady epoch to compare a rescale epoch with: {sorted(missing)} "
+                         "(parallelism, closes windows); run more epochs per step")
     computed_s = sorted(_computed_s(a, by_epoch, replayed) for a in acks)
-    same_p = [last_attempts[e] / steady[instances[e]] if e not in replayed
-              else durations[e + 1] / steady[instances[e + 1]]
-              for e in applied if e not in replayed or e + 1 in durations]
-    whole = [durations[e] / steady[instances[e]] for e in applied]
+
+    # Each rescale's first epoch that computed every key group at the new parallelism, and
+    # what it ran: the rescale epoch's run under the new plan, or the epoch after it.
+    first = {e: (e + 1, durations[e + 1]) if e in replayed else (e, last_attempts[e])
+             for e in applied if e not in replayed or e + 1 in durations}
+    same_p = [ms / by_kind[kinds[c]] for c, ms in first.values()]
+    any_phase = [ms / by_p[kinds[c][0]] for c, ms in first.values()]
+    whole = [durations[e] / by_kind[kinds[e]] for e in applied]
     void_ms = [durations[e] - last_attempts[e] for e in applied]
     return {
         "control_channel": "redis",
@@ -162,8 +206,28 @@ def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
         "rescale_epochs_replayed": len(replayed),
         "rescale_epoch_whole_vs_same_parallelism": round(statistics.median(whole), 3),
         "state_bytes_copied": sum(int(a["state_bytes_copied"]) for a in acks),
-        "context": _noise(result, acks, durations, instances, steady, last_attempts),
+        "context": {
+            **_noise(acks, durations, kinds, by_kind),
+            "rescale_epoch_excess_ms": [
+                round(ms - by_kind[kinds[c]]) for _, (c, ms) in sorted(first.items())],
+            "vsn_median_epoch_ms_by_parallelism": {p: round(v, 1) for p, v in sorted(by_p.items())},
+            "rescale_epochs_closing_windows": sum(1 for e in applied if kinds[e][1]),
+            "time_to_effect_s_by_request_point": _by_request_point(result),
+            "rescale_epoch_vs_same_parallelism_any_phase": round(statistics.median(any_phase), 3),
+            "rescale_epoch_vs_same_parallelism_any_phase_max": round(max(any_phase), 3),
+        },
     }
+
+
+def _by_request_point(result: dict[str, Any]) -> dict[str, list[float]]:
+    """Each rescale's time to effect by the point of the epoch its request came at."""
+    points: dict[str, list[float]] = {}
+    for ack in sorted(result["acks"], key=lambda a: a["applied_epoch"]):
+        at = result.get("request_at", {}).get(ack["request_id"])
+        if at is not None:
+            effect_s = (ack["epoch_ended_at_ms"] - ack["requested_at_ms"]) / 1000.0
+            points.setdefault(f"{at:.1f}", []).append(round(effect_s, 3))
+    return dict(sorted(points.items()))
 
 
 def _computed_s(ack: dict[str, Any], by_epoch: dict[int, dict[str, Any]],
@@ -179,11 +243,11 @@ def _computed_s(ack: dict[str, Any], by_epoch: dict[int, dict[str, Any]],
     return (ended_ms - ack["requested_at_ms"]) / 1000.0
 
 
-def _noise(result, acks, durations, instances, steady, last_attempts) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def _noise(acks, durations, kinds, steady) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     """How much single epochs vary on this machine, with and without a rescale."""
     applied = {a["applied_epoch"] for a in acks}
     steady_excess = sorted(
-        d - steady[instances[e]]
+        d - steady[kinds[e]]
         for e, d in durations.items()
         if e >= WARMUP - 2 and e not in applied
     )
@@ -191,22 +255,11 @@ def _noise(result, acks, durations, instances, steady, last_attempts) -> dict[st
     return {
         "pickup_ms_p50": round(_percentile(latencies, 50), 2),
         "pickup_ms_p99": round(_percentile(latencies, 99), 2),
-        "vsn_median_epoch_ms_by_parallelism": {p: round(v, 1) for p, v in sorted(steady.items())},
-        "rescale_epoch_excess_ms": [
-            round(last_attempts[a["applied_epoch"]] - _local_steady(a, acks, durations))
-            for a in acks
-        ],
+        "vsn_median_epoch_ms_by_kind": {
+            f"p={p}{' closing' if closing else ''}": round(v, 1)
+            for (p, closing), v in sorted(steady.items())},
         "steady_epoch_excess_ms_p92": round(_percentile(steady_excess, 100 * 11 / 12), 1),
     }
-
-
-def _local_steady(ack: dict[str, Any], acks: list[dict[str, Any]], durations: dict) -> float:
-    """Median of the steady epochs that follow a rescale at its parallelism (up to the next
-    rescale)."""
-    applied = ack["applied_epoch"]
-    later = [a["applied_epoch"] for a in acks if a["applied_epoch"] > applied]
-    end = min(later) if later else max(durations) + 1
-    return statistics.median(durations[e] for e in range(applied + 1, end) if e in durations)
 
 
 def _percentile(values: list[float], pct: float) -> float:
@@ -263,7 +316,7 @@ def _repartition(spark: Any, checkpoint: str, partitions: int) -> bool:
 
 def measure(
     rows_per_batch: int = 200_000,
-    epochs: int = WARMUP + EPOCHS_PER_STEP * (len(STEPS) + 1),
+    epochs: int = step_epoch(len(STEPS)) + 3,
     keys: int = KEYS,
     window: str = WINDOW,
 ) -> dict[str, Any]:
@@ -272,8 +325,21 @@ def measure(
     spark = build_session(app_name="bench-rescale")
     raw = run_vsn_rescales(spark, rows_per_batch, epochs, keys, window)
     for m in raw["epochs"]:
-        _progress(f"epoch {m['epoch']} p={m['operators']['counts']['instances']} "
-                  f"ms={m['batch_duration_ms']}")
+        p, closing = epoch_kind(m)
+        _progress(f"epoch {m['epoch']} p={p} ms={m['batch_duration_ms']}"
+                  f"{' closes windows' if closing else ''}")
+    by_epoch = {m["epoch"]: m for m in raw["epochs"]}
+    for ack in sorted(raw["acks"], key=lambda a: a["applied_epoch"]):
+        m = by_epoch[ack["applied_epoch"]]
+        counts = m["operators"]["counts"]
+        _progress(
+            f"rescale to {counts['instances']} requested at "
+            f"{raw['request_at'][ack['request_id']]} of epoch {raw['during'][ack['request_id']]}"
+            f", applied in epoch {ack['applied_epoch']}: time to effect "
+            f"{(ack['epoch_ended_at_ms'] - ack['requested_at_ms']) / 1000.0:.3f} s, epoch "
+            f"{m['batch_duration_ms']} ms ({m['attempts']} attempts, last "
+            f"{m['last_attempt_ms']} ms), {counts.get('groups_replayed', 0)} groups replayed"
+            f"{', closes windows' if counts['rows_out'] else ''}")
     vsn = vsn_figures(raw)
     _progress(f"vsn: {vsn}")
     restarts = run_restarts(spark, rows_per_batch, keys=keys, window=window)

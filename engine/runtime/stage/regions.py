@@ -23,7 +23,7 @@ from engine.dag import JobGraph, state_kind_of
 from engine.runtime.errors import StreamRuntimeError
 
 _SETTLE_S = 1.0  # how long to wait for Spark's listener to report finished stages
-_CANCEL_EVERY_S = 0.02  # an interrupted action's jobs are cancelled this often until it ends
+_CANCEL_EVERY_S = 0.005  # how often an interrupt looks for the action it is to cancel
 
 
 @dataclass(frozen=True)
@@ -128,12 +128,15 @@ class StageClock:
         return True
 
     def _cancel_running(self, attempt: tuple[int, int]) -> None:
-        """Cancels the running action's job group until the action ends: Spark cancels
-        only jobs already submitted, and an action may submit one after another (or be
-        still analysing its query when the interrupt comes). Only while a keyed stage
-        routes its rows: once its instances run, cancelling would kill their Python
-        workers (the next attempt would start new ones, ~0.3 s each), so the attempt is
-        left to end; the key groups it commits are replayed by the next one."""
+        """Cancels the running action's job group, its jobs running and those it submits
+        later: an action may submit one after another, and one still planning its query
+        (50-120 ms of a keyed stage's on the driver) has submitted none yet; a job
+        submitted after the cancel fails before any of its tasks starts. Only while a
+        keyed stage routes its rows: once its instances run, cancelling would kill their
+        Python workers (the next attempt would start new ones, ~0.3 s each), so the
+        attempt is left to end; the key groups it commits are replayed by the next one.
+        Between two actions there is none to cancel: the next one ends the attempt as it
+        starts (``action``)."""
         while True:
             with self._lock:
                 if (self.epoch, self.attempt) != attempt or not self._open:
@@ -143,7 +146,8 @@ class StageClock:
             if group is not None and (not cancellable or self._instances_started(group)):
                 return
             if group is not None:
-                self._sc.cancelJobGroup(group)
+                self._sc._jsc.sc().cancelJobGroupAndFutureJobs(group)
+                return
             time.sleep(_CANCEL_EVERY_S)
 
     def _instances_started(self, group: str) -> bool:

@@ -56,6 +56,34 @@ def test_an_interrupt_cancels_the_running_action_and_frees_the_cores(spark) -> N
     assert clock.running is None
 
 
+def _touch_then_sleep(path: str, rows: Any) -> Any:
+    open(path, "w").close()
+    time.sleep(30)
+    yield from rows
+
+
+def test_an_interrupt_before_the_action_submits_its_job_stops_it_before_its_tasks(
+    spark, tmp_path
+) -> None:
+    # A keyed stage's action plans its query on the driver for 50-120 ms before Spark has
+    # a job to cancel: the job it then submits fails before any task of it starts.
+    prefix = f"interrupt-{uuid.uuid4().hex[:6]}"
+    clock = StageClock(spark, prefix)
+    clock.begin(3, 0)
+    started = tmp_path / "task-started"
+    began = time.monotonic()
+    with pytest.raises(EpochInterrupted), clock.action("counts", cancellable=True):
+        assert clock.interrupt("counts")
+        time.sleep(0.3)  # still planning
+        spark.sparkContext.parallelize(range(2), 2).mapPartitions(
+            partial(_touch_then_sleep, str(started))).collect()
+    assert time.monotonic() - began < 10
+    assert not started.exists()
+    # Failed as it was submitted: Spark never started it (no job of the group to report).
+    assert list(spark.sparkContext.statusTracker().getJobIdsForGroup(f"{prefix}:3:counts")) == []
+    assert spark.range(0, 1000, numPartitions=2).count() == 1000
+
+
 def _worker_pids(sleep_s: float, started: str | None, batches: Any) -> Any:
     import os
 

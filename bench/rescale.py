@@ -109,8 +109,10 @@ def run_vsn_rescales(
     publisher, recorder = CollectingPublisher(), CollectingRecorder()
     url, prefix = product_redis_url(), f"bench-rescale-{uuid.uuid4().hex[:8]}:"
     with tempfile.TemporaryDirectory(prefix="bench-rescale-") as checkpoint:
-        job = window_count_job(
-            generator_source(rows_per_batch, keys), 2, "bench_rescale", window=window)
+        # The events made by as many tasks as the baseline's source reads them in.
+        source = generator_source(rows_per_batch, keys,
+                                  parallelism=spark.sparkContext.defaultParallelism)
+        job = window_count_job(source, 2, "bench_rescale", window=window)
         # Rows computed and discarded, as the baseline's noop sink does (the memory sink
         # would collect a closed window's 100k rows to the driver).
         job["operators"][-1] = {"id": "out", "type": "sink.noop", "params": {}}

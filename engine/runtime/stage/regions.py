@@ -130,7 +130,7 @@ class StageClock:
     def _cancel_running(self, attempt: tuple[int, int]) -> None:
         """Cancels the running action's job group, its jobs running and those it submits
         later: an action may submit one after another, and one still planning its query
-        (50-120 ms of a keyed stage's on the driver) has submitted none yet; a job
+        (30-65 ms for a keyed stage's, on the driver) has submitted none yet; a job
         submitted after the cancel fails before any of its tasks starts. Only while a
         keyed stage routes its rows: once its instances run, cancelling would kill their
         Python workers (the next attempt would start new ones, ~0.3 s each), so the

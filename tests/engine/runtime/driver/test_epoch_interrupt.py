@@ -65,7 +65,7 @@ def _touch_then_sleep(path: str, rows: Any) -> Any:
 def test_an_interrupt_before_the_action_submits_its_job_stops_it_before_its_tasks(
     spark, tmp_path
 ) -> None:
-    # A keyed stage's action plans its query on the driver for 50-120 ms before Spark has
+    # A keyed stage's action plans its query on the driver for 30-65 ms before Spark has
     # a job to cancel: the job it then submits fails before any task of it starts.
     prefix = f"interrupt-{uuid.uuid4().hex[:6]}"
     clock = StageClock(spark, prefix)

@@ -166,7 +166,7 @@ def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
     kinds = {m["epoch"]: epoch_kind(m) for m in result["epochs"]}
     by_kind, by_p = steady_medians(result), steady_medians(result, by_phase=False)
     acks = result["acks"]
-    effect_s = sorted((a["epoch_ended_at_ms"] - a["requested_at_ms"]) / 1000.0 for a in acks)
+    effects = sorted(effect_s(a) for a in acks)
     applied = [a["applied_epoch"] for a in acks]
     # Rescale epochs whose void attempt committed key groups re-emit those under the new
     # plan without recomputing them: not a whole epoch's work at the new parallelism.
@@ -194,9 +194,9 @@ def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
         "epochs_to_apply": max(
             a["applied_epoch"] - result["during"][a["request_id"]] for a in acks
         ),
-        "time_to_effect_s_p50": round(_percentile(effect_s, 50), 3),
-        "time_to_effect_s_p99": round(_percentile(effect_s, 99), 3),
-        "time_to_effect_s_median": statistics.median(effect_s),
+        "time_to_effect_s_p50": round(_percentile(effects, 50), 3),
+        "time_to_effect_s_p99": round(_percentile(effects, 99), 3),
+        "time_to_effect_s_median": statistics.median(effects),
         "computed_time_to_effect_s_p50": round(_percentile(computed_s, 50), 3),
         "computed_time_to_effect_s_p99": round(_percentile(computed_s, 99), 3),
         "computed_time_to_effect_s_median": statistics.median(computed_s),
@@ -221,14 +221,18 @@ def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def effect_s(ack: dict[str, Any]) -> float:
+    """A rescale's time to effect: request -> the end of the epoch that took it."""
+    return (ack["epoch_ended_at_ms"] - ack["requested_at_ms"]) / 1000.0
+
+
 def _by_request_point(result: dict[str, Any]) -> dict[str, list[float]]:
     """Each rescale's time to effect by the point of the epoch its request came at."""
     points: dict[str, list[float]] = {}
     for ack in sorted(result["acks"], key=lambda a: a["applied_epoch"]):
         at = result.get("request_at", {}).get(ack["request_id"])
         if at is not None:
-            effect_s = (ack["epoch_ended_at_ms"] - ack["requested_at_ms"]) / 1000.0
-            points.setdefault(f"{at:.1f}", []).append(round(effect_s, 3))
+            points.setdefault(f"{at:.1f}", []).append(round(effect_s(ack), 3))
     return dict(sorted(points.items()))
 
 
@@ -338,7 +342,7 @@ def measure(
             f"rescale to {counts['instances']} requested at "
             f"{raw['request_at'][ack['request_id']]} of epoch {raw['during'][ack['request_id']]}"
             f", applied in epoch {ack['applied_epoch']}: time to effect "
-            f"{(ack['epoch_ended_at_ms'] - ack['requested_at_ms']) / 1000.0:.3f} s, epoch "
+            f"{effect_s(ack):.3f} s, epoch "
             f"{m['batch_duration_ms']} ms ({m['attempts']} attempts, last "
             f"{m['last_attempt_ms']} ms), {counts.get('groups_replayed', 0)} groups replayed"
             f"{', closes windows' if counts['rows_out'] else ''}")

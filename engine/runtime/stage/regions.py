@@ -23,7 +23,6 @@ from engine.dag import JobGraph, state_kind_of
 from engine.runtime.errors import StreamRuntimeError
 
 _SETTLE_S = 1.0  # how long to wait for Spark's listener to report finished stages
-_CANCEL_EVERY_S = 0.005  # how often an interrupt looks for the action it is to cancel
 
 
 @dataclass(frozen=True)
@@ -135,20 +134,14 @@ class StageClock:
         keyed stage routes its rows: once its instances run, cancelling would kill their
         Python workers (the next attempt would start new ones, ~0.3 s each), so the
         attempt is left to end; the key groups it commits are replayed by the next one.
-        Between two actions there is none to cancel: the next one ends the attempt as it
-        starts (``action``)."""
-        while True:
-            with self._lock:
-                if (self.epoch, self.attempt) != attempt or not self._open:
-                    return  # the interrupted attempt has ended
-                group = None if self._running is None else self._group(self._running)
-                cancellable = self._cancellable
-            if group is not None and (not cancellable or self._instances_started(group)):
-                return
-            if group is not None:
-                self._sc._jsc.sc().cancelJobGroupAndFutureJobs(group)
-                return
-            time.sleep(_CANCEL_EVERY_S)
+        Between two actions there is none to cancel, and none starts after the interrupt:
+        ``action`` ends the attempt before it runs anything."""
+        with self._lock:
+            if (self.epoch, self.attempt) != attempt or not self._open or self._running is None:
+                return  # the interrupted attempt has ended, or no action runs in it
+            group, cancellable = self._group(self._running), self._cancellable
+        if cancellable and not self._instances_started(group):
+            self._sc._jsc.sc().cancelJobGroupAndFutureJobs(group)
 
     def _instances_started(self, group: str) -> bool:
         """Whether a job of ``group`` has written its shuffle: the stages before its last

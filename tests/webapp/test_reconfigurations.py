@@ -111,6 +111,26 @@ def test_the_same_request_id_applies_once(operator_client, live_run):
     assert len(_sent(live_run)) == 1 and Reconfiguration.objects.count() == 1
 
 
+def test_an_ack_sent_again_after_a_later_change_changes_nothing(operator_client, live_run):
+    # A driver's start sends the acks of the epochs its log kept again (one a kill kept from
+    # the web app must arrive): an ack already recorded must not roll the run back.
+    for request_id, parallelism, epoch in (("r-6", 6, 12), ("r-3", 3, 14)):
+        body = {"kind": "rescale", "operator": "counts", "parallelism": parallelism,
+                "reason": "x", "request_id": request_id}
+        assert _post(operator_client, live_run, body).status_code == 202
+        _ack(live_run, _sent(live_run)[-1], epoch=epoch)
+    first = _sent(live_run)[0]
+
+    _ack(live_run, first, epoch=12)
+
+    run = operator_client.get(f"/api/runs/{live_run.pk}").json()
+    assert run["parallelism"]["counts"] == 3
+    records = {r.request_id: r for r in Reconfiguration.objects.all()}
+    assert [len(records[r].acks) for r in ("r-6", "r-3")] == [1, 1]
+    assert {r.status for r in records.values()} == {"applied"}
+    assert AuditEntry.objects.filter(action="reconfiguration.applied").count() == 2
+
+
 def test_conflicting_requests_apply_one_after_the_other(operator_client, token_client, live_run):
     other = token_client("admin")
     a = _post(

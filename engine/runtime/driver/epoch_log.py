@@ -12,7 +12,9 @@ import json
 import os
 from typing import Any
 
-_KEEP = 200  # epochs of history kept; only the last two are ever needed for recovery
+# Epochs of history kept: a replay needs the last two; a start delivers the acks of all kept
+# again (``ended_acks``), those a kill or an outage kept from their host.
+_KEEP = 200
 
 
 class EpochLog:
@@ -58,13 +60,29 @@ class EpochLog:
         """Logs what ``epoch`` observed."""
         self._write(epoch, "outcome", outcome)
 
+    def ended_acks(self) -> list[tuple[int, list[dict[str, Any]], float]]:
+        """The acks of every kept epoch that ended (its outcome logged), oldest first, each
+        with when its outcome was logged (epoch ms: the epoch's end, to a millisecond)."""
+        ended = []
+        for epoch in self._epochs("outcome"):
+            plan = self.plan(epoch)
+            if plan and plan.get("acks"):
+                try:
+                    logged_s = os.stat(self._path(epoch, "outcome")).st_mtime
+                except FileNotFoundError:
+                    continue  # pruned meanwhile
+                ended.append((epoch, plan["acks"], logged_s * 1000.0))
+        return ended
+
+    def _epochs(self, kind: str) -> list[int]:
+        """The epochs with a ``kind`` file, oldest first."""
+        suffix = f".{kind}.json"
+        return sorted(int(name[: -len(suffix)]) for name in os.listdir(self._dir)
+                      if name.endswith(suffix) and name[: -len(suffix)].isdigit())
+
     def latest_plan(self, before: int) -> tuple[int, dict[str, Any]] | None:
         """The most recent plan of an epoch < ``before``."""
-        epochs = sorted(
-            int(name.split(".")[0])
-            for name in os.listdir(self._dir)
-            if name.endswith(".plan.json") and int(name.split(".")[0]) < before
-        )
+        epochs = [epoch for epoch in self._epochs("plan") if epoch < before]
         for epoch in reversed(epochs):
             plan = self.plan(epoch)
             if plan is not None:

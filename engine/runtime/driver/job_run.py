@@ -74,7 +74,9 @@ class JobRun:
         return self.planner.start_ms
 
     def start(self) -> None:
-        """Starts the control listener and the streaming query."""
+        """Starts the control listener and the streaming query, once the acks of the epochs
+        logged as ended are queued again (``_deliver_logged_acks``)."""
+        self._deliver_logged_acks()
         latest = self.log.latest_plan(before=2**62)
         cursor = latest[1].get("cursor") if latest else None
         self._listener = ControlListener(self.channel, cursor, self.deliveries.malformed,
@@ -83,6 +85,16 @@ class JobRun:
         self.planner.listener = self._listener
         self.query.start()
         self.status = "running"
+
+    def _deliver_logged_acks(self) -> None:
+        """An epoch's acks leave after its outcome is logged, through a queue: a driver
+        killed in between, or one that gave up delivering them (its host down), never sent
+        them, and the listener resumes past their commands. The change runs all the same, so
+        the acks of every epoch the log kept as ended are sent again, in order, with when the
+        epoch ended; the channel and the host keep the first ack of a request and ignore the
+        rest."""
+        for _, acks, ended_ms in self.log.ended_acks():
+            self.deliveries.acks(acks, ended_at_ms=ended_ms)
 
     def _on_command(self, command: Command) -> None:
         # A rescale interrupts the epoch running now; any command starts the next one at

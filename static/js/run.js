@@ -300,7 +300,11 @@ async function loadHistory() {
     s.epoch.forEach((e, i) => state.epochTimes.set(e, s.t[i]));
     state.raw = { t: s.t, in: s.in, out: s.out, p50: s.p50, p99: s.p99 };
   } catch (error) {
-    $("live-state").textContent = "history unavailable";
+    // Said beside the charts: the label next to the title is the connection's state, which
+    // a failed fetch (the network gone while it ran) must not overwrite.
+    const note = $("history-state");
+    note.textContent = "Earlier epochs could not be loaded; the charts start at the epochs this page received.";
+    note.hidden = false;
   }
   state.historyLoaded = true;
   for (const [epoch, m] of state.buffered) {

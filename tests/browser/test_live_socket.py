@@ -89,6 +89,22 @@ def test_the_run_page_says_offline_and_comes_back_with_the_network(fed_run, sign
     _epoch_passes(page, frozen)
 
 
+def test_a_history_that_fails_to_load_is_said_beside_the_charts_not_over_the_connection(
+    fed_run, signed_in
+):
+    # The run page fetches its earlier epochs once it is live; a fetch the network fails (the
+    # browser going offline as it runs) must not leave its error where the connection's state
+    # is shown.
+    run_id, _ = fed_run("socket-history", 3)
+    page = signed_in("viewer", expected_errors=("ERR_FAILED",))
+    page.route(re.compile(r"/runs/\d+/series\.json$"), lambda route: route.abort())
+    run_page_open(page, run_id)
+    page.wait_for_selector("#history-state:not([hidden])")
+    assert "could not be loaded" in page.inner_text("#history-state")
+    wait_live(page)
+    assert page.inner_text("#live-state") == "live"
+
+
 def test_the_editor_reconnects_and_still_hears_of_a_newer_version(stack, fed_run, signed_in):
     _, job_id = fed_run("socket-editor", 0, feed=False)
     page = signed_in("editor", expected_errors=("ERR_INTERNET_DISCONNECTED",))

@@ -4,6 +4,7 @@ when needed."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from typing import Union
@@ -65,6 +66,16 @@ def time_quantiles(frame: pa.Table, column: str) -> tuple[float, float, float] |
     )
 
 
+_OBSERVATIONS = itertools.count()
+
+
+def observation_name(base: str) -> str:
+    """``base`` made unique in this process. Spark completes an observation by its name: an
+    epoch's attempt after a void one observes the same operator again, and under the void
+    attempt's name its count never came (the void one, never filled, took it)."""
+    return f"{base}_{next(_OBSERVATIONS)}"
+
+
 def observed(observation: Observation, wait_s: float = 0.0) -> bool:
     """Whether an action filled the observation (``get`` would block forever otherwise: a
     sink that skipped a replayed epoch runs no action), waiting up to ``wait_s`` for it:
@@ -91,7 +102,7 @@ def observe_time_quantiles(frame: Frame, column: str, name: str) -> tuple[Frame,
     write), so reading them costs no Spark job of its own."""
     if isinstance(frame, pa.Table):
         return frame, lambda: time_quantiles(frame, column)
-    observation = Observation(name)
+    observation = Observation(observation_name(name))
     micros = F.unix_micros(F.col(column))
     watched = frame.observe(
         observation,

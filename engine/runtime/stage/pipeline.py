@@ -33,6 +33,7 @@ from engine.runtime.spark.frames import (
     QuantilesRead,
     columns_of,
     empty_of,
+    observation_name,
     observe_time_quantiles,
     observed,
     to_spark,
@@ -136,7 +137,7 @@ class EpochPipeline:
             # A keyed stage this attempt ran to its end (the interrupt that voids the
             # attempt can come as it ends) is replayed by the next attempt, which does not
             # compute its input again: the counts of the operators before it are this one's.
-            counted = self._observed()
+            counted = self._observed(finished_only=True)
             self.earlier.rows_out.update({op: n for op, n in counted.items() if n is not None})
             raise
         finally:
@@ -292,7 +293,7 @@ class EpochPipeline:
             yield
 
     def _observe(self, op_id: str, df: DataFrame) -> DataFrame:
-        observation = Observation(f"rows_{op_id}_{self.epoch}")
+        observation = Observation(observation_name(f"rows_{op_id}_{self.epoch}"))
         self._observations[op_id] = observation
         if DEAD_LETTER in df.columns:  # a broker source: count and sample its dead letters
             return df.observe(observation, _row_count(), *dead_letter_aggregates())
@@ -311,13 +312,17 @@ class EpochPipeline:
                 stack.extend(self.graph.parents(op))
         return found
 
-    def _observed(self) -> dict[str, int | None]:
+    def _observed(self, finished_only: bool = False) -> dict[str, int | None]:
         # Only observations an action filled are read (see ``observed``); those of the
         # operators whose rows an action of the epoch read are waited for, as Spark's
-        # listener reports them a moment after the action's job ended.
+        # listener reports them a moment after the action's job ended. ``finished_only``:
+        # only those (a void attempt's cancelled action may leave a partial count).
         counts: dict[str, int | None] = {}
         settle = self._upstream_of(self._read_by)
         for op_id, observation in self._observations.items():
+            if finished_only and op_id not in settle:
+                counts[op_id] = None
+                continue
             done = observed(observation, wait_s=SETTLE_S if op_id in settle else 0.0)
             counts[op_id] = int(observation.get["rows"]) if done else None
             if done and DEAD_LETTER_COUNT in observation.get:

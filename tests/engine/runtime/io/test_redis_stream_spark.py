@@ -4,6 +4,8 @@ while reading."""
 
 from __future__ import annotations
 
+import random
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -78,3 +80,30 @@ def test_rescale_while_reading_two_streams_stays_exact(spark, tmp_path, broker) 
     assert sum(e["operators"]["events"]["rows_out"] for e in publisher.epochs) == total
     assert sink_windows(memory_sink_rows(sink)) == batch_windows(client, streams)
     clear_memory_sink(sink)
+
+
+def test_epochs_interrupted_by_rescales_count_what_they_read(spark, tmp_path, broker) -> None:  # type: ignore[no-untyped-def]
+    # Rescales at random points of the epochs: many epochs run a void attempt, then again
+    # under the new plan, and each still reports the rows it read, once.
+    url, client, streams = broker
+    cap = 800
+    total, last = fill_for_run(client, streams, 6000, cap)
+    publisher = CollectingPublisher()
+    memory = {"type": "sink.memory", "params": {"name": f"redis_{uuid.uuid4().hex[:6]}"}}
+    run = start_run(stream_job(url, streams, cap, memory), checkpoint=str(tmp_path / "ckpt"),
+                    publisher=publisher, spark=spark, trigger_ms=0, stop_after_epoch=last)
+    rng, parallelism = random.Random(3), 2
+    while run.failure() is None and (run.last_epoch or 0) < last - 2:
+        seen = run.last_epoch
+        while run.last_epoch == seen and run.failure() is None:
+            time.sleep(0.001)
+        time.sleep(rng.uniform(0.0, 0.25))
+        parallelism = rng.choice([p for p in (1, 2, 3, 4) if p != parallelism])
+        request_reconfiguration(run.channel, kind="rescale", operator="counts",
+                                parallelism=parallelism)
+    assert run.wait(240) == "stopped", run.failure()
+    epochs = sorted(publisher.epochs, key=lambda e: e["epoch"])
+    assert sum(e["attempts"] > 1 for e in epochs) >= 3
+    read = [e["operators"]["events"]["rows_out"] for e in epochs]
+    assert read == [cap] * (len(epochs) - 1) + [total - cap * (len(epochs) - 1)]
+    clear_memory_sink(memory["params"]["name"])

@@ -5,9 +5,10 @@ VSN: the window-count job runs at steady load (epochs back to back, 1 s of event
 2 instances and is rescaled 2 -> 8 -> 3, then alternated 3 <-> 4, through the run's control
 channel on Redis, as in a product run (the Redis the product's settings name: the embedded one
 unless ``REDIS_URL`` is set). A user's request comes at any point of an epoch, and what it
-waits for depends on that point (before a keyed stage's instances start, its routing is
-cancelled and the epoch runs again at the new parallelism; after, the attempt ends and its
-key groups are replayed): the requests are sent at 0.1, 0.3, 0.5, 0.7 and 0.9 of the epoch
+waits for depends on that point (the keyed stage is cancelled and the epoch runs again at
+the new parallelism, or the attempt runs the stage to its end and its key groups are
+replayed, whichever the driver finds ends the epoch first; once the instances run, only the
+second): the requests are sent at 0.1, 0.3, 0.5, 0.7 and 0.9 of the epoch
 that runs (of the median of the last epochs), in turn, each parallelism at every point. Both sides
 write to a sink that computes the rows and discards them (``sink.noop``, Spark's ``noop``).
 Baseline, same job and state size, same session: Spark's built-in aggregation is stopped,

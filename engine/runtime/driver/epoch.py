@@ -2,16 +2,27 @@
 the epoch log, then the metrics and the acks, which leave off the epoch's path.
 
 A rescale or rebalance that arrives while a keyed operator's stage runs does not wait for
-the next epoch: the running attempt is interrupted (its Spark jobs cancelled) and the epoch
-runs again under its plan with the change applied. Key groups the void attempt committed
-are replayed from their marks, sinks skip an epoch they committed, so the epoch's results
-are those of one attempt under the new plan."""
+the next epoch: the running attempt is interrupted and the epoch runs again under its plan
+with the change applied. Key groups the void attempt committed are replayed from their
+marks, sinks skip an epoch they committed, so the epoch's results are those of one attempt
+under the new plan.
+
+How the attempt is interrupted follows which way the epoch ends first. A stage whose
+routing runs is cancelled, and the epoch runs again whole at the new parallelism; or the
+attempt runs the stage to its end, and the rerun replays its key groups. A window
+aggregate's replay in an epoch that closes no window needs no Spark job (the driver checks
+the store: ``vsn_stage._replayed_without_job``), so for it the runner weighs the two with
+the run's own figures (``RerunCosts``): the rest of the attempt plus a replay, against a
+whole epoch at the new parallelism. Any other stage (one that closes windows, whose
+instances would re-emit them; a dedupe; a join) is cancelled."""
 
 from __future__ import annotations
 
 import functools
+import statistics
 import time
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -32,6 +43,42 @@ from engine.runtime.stage.regions import AttemptTimes, EpochInterrupted, StageCl
 # Attempts of one epoch at most: the last one is not interrupted, so a stream of commands
 # cannot keep an epoch from ending.
 MAX_ATTEMPTS = 3
+
+
+# Recent epochs weighed by ``RerunCosts``: enough for a median, few enough to follow a change.
+RECENT = 5
+
+
+@dataclass
+class RerunCosts:
+    """What an interrupted epoch's two ways to end cost, from the run's recent epochs: a
+    whole epoch at each parallelism of each window aggregate (epochs that ran once and
+    closed none of its windows), and a replay on the driver (from the interrupt of the
+    attempt it voided to the epoch's end)."""
+
+    epochs_ms: dict[tuple[str, int], deque[float]] = field(default_factory=dict)
+    replays_ms: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT))
+
+    def epoch_ran(self, op_id: str, parallelism: int, ms: float) -> None:
+        """A whole epoch that ran once at ``parallelism`` and closed no window of ``op_id``."""
+        self.epochs_ms.setdefault((op_id, parallelism), deque(maxlen=RECENT)).append(ms)
+
+    def cancel(self, op_id: str, old: int, new: int, elapsed_ms: float) -> bool:
+        """Whether cancelling the attempt (``elapsed_ms`` in, ``op_id`` at ``old``
+        instances) ends the epoch before letting its stage end and replaying it does: a
+        whole epoch at ``new`` (at ``old`` if none ran yet) after the cancel, against the
+        rest of an epoch at ``old`` and a replay (none measured yet: free). With no epoch
+        at ``old`` to go by, it cancels."""
+        at_old = self._typical(op_id, old)
+        if at_old is None:
+            return True
+        at_new = self._typical(op_id, new) or at_old
+        replay = statistics.median(self.replays_ms) if self.replays_ms else 0.0
+        return elapsed_ms + at_new < at_old + replay
+
+    def _typical(self, op_id: str, parallelism: int) -> float | None:
+        found = self.epochs_ms.get((op_id, parallelism))
+        return statistics.median(found) if found else None
 
 
 @dataclass(frozen=True)
@@ -57,6 +104,11 @@ class EpochRunner:
         self.readings = SourceReadings(planner.meters)
         self._keyed = {op.id for op in self.graph.operators if state_kind_of(op) == "keyed"}
         self._attempt_start = 0.0
+        # The running attempt's configuration and plan's ``closes``, for ``interrupt``.
+        self._config: RunConfig = {}
+        self._closes: dict[str, bool] = {}
+        self.costs = RerunCosts()
+        self._replaying = False  # an interrupt let the running attempt's stage end
         self._last_start: float | None = None
         self._ran = 0  # epochs this driver process ran: its first ones carry start-up cost
 
@@ -73,6 +125,7 @@ class EpochRunner:
         batch_ms = (ended - started) * 1000.0
         # The epoch under the plan it committed: from the interrupt of a void attempt.
         last_attempt_ms = (ended - self._attempt_start) * 1000.0
+        self._weigh(plan, config, attempts, batch_ms, last_attempt_ms)
         # The epoch is committed: its acks can say when the change took effect.
         self.deliveries.acks(plan["acks"], ended_at_ms=ended * 1000.0)
         # What is read now (the sources' load); the tasks' run times, read back from
@@ -90,10 +143,40 @@ class EpochRunner:
     def interrupt(self, command: Command) -> bool:
         """Interrupts the running epoch for ``command`` (a rescale or rebalance of a keyed
         operator whose stage has not finished in it), so that the epoch runs again with
-        the command applied; True if it will."""
+        the command applied; True if it will. The stage is cancelled unless its rerun
+        replays it without a Spark job (see the module's doc)."""
         if command.kind not in WORKLOAD_KINDS or command.operator not in self._keyed:
             return False
-        return self.clock.interrupt(command.operator)
+        op_id, config = command.operator, self._config
+        cancel = True
+        if self._replayed_on_driver(op_id) and op_id in config:
+            old = config[op_id].parallelism
+            new = command.parallelism if command.parallelism is not None else old
+            elapsed_ms = (time.time() - self._attempt_start) * 1000.0
+            cancel = self.costs.cancel(op_id, old, new, elapsed_ms)
+        taken = self.clock.interrupt(op_id, cancel=cancel)
+        if taken and not cancel:
+            self._replaying = True
+        return taken
+
+    def _replayed_on_driver(self, op_id: str) -> bool:
+        """Whether a rerun of the running attempt would replay ``op_id``'s stage on the
+        driver, once the stage has run to its end: a window aggregate's, in an epoch that
+        closes none of its windows."""
+        return (self.graph.operator(op_id).type == "window_aggregate"
+                and not self._closes.get(op_id, True))
+
+    def _weigh(self, plan: dict[str, Any], config: RunConfig, attempts: int, batch_ms: float,
+               last_attempt_ms: float) -> None:
+        """Keeps what the epoch tells ``costs``: a whole epoch of each window aggregate
+        whose windows it did not close, or the replay that ended it."""
+        if attempts == 1:
+            for op_id, closes in plan.get("closes", {}).items():
+                if not closes:
+                    self.costs.epoch_ran(op_id, config[op_id].parallelism, batch_ms)
+        elif self._replaying:
+            self.costs.replays_ms.append(last_attempt_ms)
+        self._replaying = False
 
     def _attempts(
         self, batch: DataFrame, epoch: int, plan: dict[str, Any]
@@ -103,6 +186,7 @@ class EpochRunner:
         earlier = EarlierAttempts()
         for attempt in range(MAX_ATTEMPTS):
             config = {op: OperatorConfig.from_dict(c) for op, c in plan["config"].items()}
+            self._config, self._closes = config, dict(plan.get("closes", {}))
             self.clock.begin(epoch, attempt, interruptible=attempt < MAX_ATTEMPTS - 1)
             try:
                 result = self._pipeline(batch, epoch, plan, config, earlier)

@@ -88,6 +88,7 @@ class StageClock:
         self._cancellable = False  # whether its Spark jobs may be cancelled
         self._done: set[str] = set()  # operators whose actions this attempt finished
         self._interrupted = False
+        self._void_after: str | None = None  # an interrupt that lets this action end first
 
     def _group(self, op_id: str) -> str:
         suffix = f":{self.attempt}" if self.attempt else ""
@@ -105,25 +106,29 @@ class StageClock:
         with self._lock:
             self.epoch, self.attempt = epoch, attempt
             self._open, self._running, self._done = interruptible, None, set()
-            self._interrupted = False
+            self._interrupted, self._void_after = False, None
 
     def end(self) -> None:
         """The attempt ended: nothing interrupts it any more."""
         with self._lock:
             self._open = False
 
-    def interrupt(self, op_id: str) -> bool:
+    def interrupt(self, op_id: str, cancel: bool = True) -> bool:
         """Voids the running attempt unless ``op_id``'s action in it has finished (or it
-        may not be interrupted): the action running now has its Spark jobs cancelled and
-        raises EpochInterrupted, as does the next one to start if none runs. Safe to call
-        from any thread; True if the attempt will end so."""
+        may not be interrupted). With ``cancel``, the action running now has its Spark jobs
+        cancelled and raises EpochInterrupted, as does the next one to start if none runs.
+        Without, the attempt runs on to the end of ``op_id``'s action, which raises it
+        then (a stage whose next attempt replays it from the store for less than running
+        it again costs). Safe to call from any thread; True if the attempt will end so."""
         with self._lock:
             if not self._open or self._interrupted or op_id in self._done:
                 return False
             self._interrupted = True
+            self._void_after = None if cancel else op_id
             attempt = (self.epoch, self.attempt)
-        threading.Thread(target=self._cancel_running, args=(attempt,), name="epoch-interrupt",
-                         daemon=True).start()
+        if cancel:
+            threading.Thread(target=self._cancel_running, args=(attempt,),
+                             name="epoch-interrupt", daemon=True).start()
         return True
 
     def _cancel_running(self, attempt: tuple[int, int]) -> None:
@@ -167,9 +172,10 @@ class StageClock:
         raises EpochInterrupted instead of the block's result if the attempt was
         interrupted before or while it ran. An interrupt cancels the jobs of a
         ``cancellable`` action (a keyed stage) until its instances start; any other action
-        runs to its end first."""
+        runs to its end first. An interrupt that lets an operator's action end first
+        (``interrupt(op, cancel=False)``) voids the attempt at that action's end only."""
         with self._lock:
-            if self._interrupted:
+            if self._interrupted and self._void_after is None:
                 raise EpochInterrupted(f"epoch {self.epoch} interrupted before {op_id!r}")
             self._running, self._cancellable = op_id, cancellable
         self._sc.setJobGroup(self._group(op_id), f"{self._prefix} epoch {self.epoch} {op_id}")
@@ -186,10 +192,12 @@ class StageClock:
             self._sc.setJobGroup(f"{self._prefix}:other", f"{self._prefix} other")
 
     def _finish(self, op_id: str) -> bool:
-        """Marks ``op_id``'s action finished; whether the attempt was interrupted."""
+        """Marks ``op_id``'s action finished; whether the attempt is void from here."""
         with self._lock:
             self._running = None
             self._done.add(op_id)
+            if self._void_after is not None:
+                return op_id == self._void_after
             return self._interrupted
 
     def times(self) -> AttemptTimes:

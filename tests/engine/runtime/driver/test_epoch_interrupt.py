@@ -1,6 +1,6 @@
 """A rescale that arrives while an epoch's keyed stage runs interrupts that epoch: its Spark
-jobs are cancelled and it runs again under the new plan, with exactly the results of one
-attempt."""
+jobs are cancelled, or its stage is let to end and replayed, whichever ends the epoch first,
+and it runs again under the new plan, with exactly the results of one attempt."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from engine.runtime.api import request_reconfiguration
+from engine.runtime.driver.epoch import RerunCosts
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 from engine.runtime.stage.regions import EpochInterrupted, StageClock
 from tests.engine.runtime.jobs import (
@@ -144,6 +145,48 @@ def test_an_interrupt_voids_only_an_attempt_that_has_not_passed_the_operator(spa
     clock.end()
 
 
+def test_an_interrupt_that_lets_the_stage_end_voids_the_attempt_at_its_end(spark) -> None:
+    clock = StageClock(spark, f"interrupt-{uuid.uuid4().hex[:6]}")
+    clock.begin(3, 0)
+    assert clock.interrupt("counts", cancel=False)
+    with clock.action("views"):  # another operator's action runs as if nothing came
+        assert spark.range(10).count() == 10
+    ran = []
+    started = time.monotonic()
+    with pytest.raises(EpochInterrupted), clock.action("counts", cancellable=True):
+        # Two seconds of Python tasks, whose jobs a cancelling interrupt would kill.
+        spark.range(0, 2, numPartitions=2).mapInArrow(
+            partial(_worker_pids, 2.0, None), "pid long").collect()
+        ran.append(True)
+    assert ran and time.monotonic() - started >= 2.0
+    assert not clock.interrupt("counts")  # the attempt is void already
+    clock.end()
+
+    clock.begin(3, 1)  # the next attempt: a cancelling interrupt stops the next action
+    assert clock.interrupt("counts")
+    with pytest.raises(EpochInterrupted), clock.action("counts", cancellable=True):
+        ran.append(False)
+    assert ran == [True]
+    clock.end()
+
+
+def test_an_epoch_is_cancelled_only_when_running_it_again_ends_it_sooner() -> None:
+    costs = RerunCosts()
+    assert costs.cancel("counts", 3, 4, elapsed_ms=50.0)  # nothing to weigh yet
+    for ms in (300.0, 310.0, 290.0):
+        costs.epoch_ran("counts", 3, ms)
+    # A whole epoch again (300 ms) against the rest of this one (250) and a free replay.
+    assert not costs.cancel("counts", 3, 4, elapsed_ms=50.0)
+    costs.replays_ms.append(80.0)
+    assert costs.cancel("counts", 3, 4, elapsed_ms=50.0)  # 350 < 300 + 80
+    assert not costs.cancel("counts", 3, 4, elapsed_ms=100.0)  # 400 > 380
+    for ms in (150.0, 140.0, 160.0):  # the new parallelism runs an epoch in half the time
+        costs.epoch_ran("counts", 4, ms)
+    assert costs.cancel("counts", 3, 4, elapsed_ms=200.0)  # 350 < 380
+    assert not costs.cancel("counts", 3, 4, elapsed_ms=250.0)
+    assert not costs.cancel("counts", 3, 3, elapsed_ms=100.0)  # a rebalance: same epochs
+
+
 def test_a_rescale_during_the_stage_takes_effect_in_the_running_epoch(spark, tmp_path) -> None:
     name = f"sink_{uuid.uuid4().hex[:8]}"
     job = window_job({"type": "sink.memory", "params": {"name": name}}, parallelism=8)
@@ -159,25 +202,43 @@ def test_a_rescale_during_the_stage_takes_effect_in_the_running_epoch(spark, tmp
         return taken
 
     run.epochs.interrupt = recorded  # type: ignore[method-assign]
+    cancels: list[bool] = []
+    clock_interrupt = run.epochs.clock.interrupt
+
+    def clock_recorded(op_id: str, cancel: bool = True) -> bool:
+        cancels.append(cancel)
+        return clock_interrupt(op_id, cancel=cancel)
+
+    run.epochs.clock.interrupt = clock_recorded  # type: ignore[method-assign]
     wait_epoch(run, 2)
     requests = {}
-    for parallelism in (3, 5, 4):
-        # Sent the moment an epoch's keyed stage starts: picked up long before it ends.
-        _until(lambda: run.epochs.clock.running != "counts")
-        _until(lambda: run.epochs.clock.running == "counts")
+    closing: dict[str, bool] = {}
+    for parallelism, closes in ((3, False), (5, True), (4, False)):
+        # Sent the moment the keyed stage of an epoch that closes windows (or not) starts:
+        # picked up long before its instances start.
+        while True:
+            _until(lambda: run.epochs.clock.running != "counts")
+            _until(lambda: run.epochs.clock.running == "counts")
+            if run.log.plan(run.epochs.clock.epoch)["closes"]["counts"] == closes:
+                break
         request = request_reconfiguration(
             run.channel, kind="rescale", operator="counts", parallelism=parallelism
         )
-        requests[request] = parallelism
+        requests[request], closing[request] = parallelism, closes
         assert run.channel.wait_for_ack(request, 60)["status"] == "applied"
     assert run.wait(180) == "stopped"
 
     assert [taken for _, taken in interrupts] == [True, True, True]
+    # With no replay measured yet, the first lets its stage end (a replay deemed free);
+    # a stage that closes windows is always cancelled.
+    assert cancels[0] is False and cancels[1] is True
     # The void attempts' partly computed outputs were released with the attempts.
     assert spark.sparkContext._jsc.getPersistentRDDs().size() == cached_before
     acks = {a["request_id"]: a for a in recorder.acks}
     epochs = {m["epoch"]: m for m in publisher.epochs}
-    for (interrupted, _), (request, parallelism) in zip(interrupts, requests.items(), strict=True):
+    for (interrupted, _), (request, parallelism), cancelled in zip(
+        interrupts, requests.items(), cancels, strict=True
+    ):
         applied = acks[request]["applied_epoch"]
         assert applied == interrupted  # the epoch that ran when it came, not the next
         assert epochs[applied]["attempts"] == 2
@@ -185,6 +246,10 @@ def test_a_rescale_during_the_stage_takes_effect_in_the_running_epoch(spark, tmp
         assert epochs[applied]["operators"]["counts"]["instances"] == parallelism
         assert run.log.plan(applied)["config"]["counts"]["parallelism"] == parallelism
         assert acks[request]["state_bytes_copied"] == 0
+        # A stage let to its end was replayed, every key group from the store; a cancelled
+        # one's new instances computed every group.
+        replayed = epochs[applied]["operators"]["counts"]["groups_replayed"]
+        assert replayed == (0 if cancelled else 32)
     assert all(
         m["attempts"] == 1
         for e, m in epochs.items()

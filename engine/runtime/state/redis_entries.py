@@ -121,10 +121,11 @@ class RedisEntriesLayout(KeyedEntries):
         return found
 
     def commit_entries(self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges]) -> int:
-        """One script per group, all in one round trip; returns the bytes applied."""
+        """One script per group, all in one round trip and one transaction (one sync of the
+        append-only file, see ``redis_keyed``); returns the bytes applied."""
         if self._commit is None:
             self._commit = self._redis.register_script(_COMMIT)
-        pipe = self._redis.pipeline(transaction=False)
+        pipe = self._redis.pipeline(transaction=True)
         sizes = []
         for kg, change in changes.items():
             args, size = _commit_args(epoch, kg, f"{self._tag(operator, kg)}:t:", change)

@@ -16,7 +16,8 @@ maps it: an epoch asks Redis for the groups' rows and for runs it has not seen (
 took over), and searches its runs locally, so what an epoch costs Redis follows its input,
 not the size of the state. A commit is one Lua script per group (compare the mark and the
 list read, put the new runs, delete the runs merged away, set the row), all groups of the
-instance in one round trip.
+instance in one round trip and one transaction (so one sync of Redis's append-only file;
+a transaction over several groups' slots needs one Redis, not a Redis Cluster).
 
 Operators whose state is in the entries layout that came before (``redis_entries.py``)
 stay in it.
@@ -178,7 +179,11 @@ class RedisKeyedEntries(SortedRunsEntries):
         blobs = [_stored(table) for table in tables]
         if self._runs_commit is None:
             self._runs_commit = self._redis.register_script(_COMMIT)
-        pipe = self._redis.pipeline(transaction=False)
+        # One transaction (MULTI/EXEC): Redis runs the scripts in one go, writes them to its
+        # append-only file once and syncs it once. A plain pipeline is read in pieces, and
+        # a store's Redis syncs after each piece that wrote (``appendfsync always``): a
+        # 10M-key epoch's ~2.5 MB commit took 28-56 ms so, 9-16 ms in one transaction.
+        pipe = self._redis.pipeline(transaction=True)
         sizes = []
         for kg, change in live.items():
             new = [r.batch for r in runs[kg] if r.file == NEW]

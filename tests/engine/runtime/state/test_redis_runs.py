@@ -76,6 +76,25 @@ def test_redis_and_the_cache_hold_only_the_runs_groups_name(redis_url, namespace
     assert store.keyed_groups("op") == {0, 1, 2} == store.groups("op")
 
 
+def test_a_commit_of_many_groups_is_one_transaction(redis_url, namespace, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Redis syncs its append-only file once per transaction, and after each piece of a plain
+    pipeline that wrote: a commit of an instance's groups is one MULTI/EXEC."""
+    store = _machine(redis_url, namespace, str(tmp_path / "cache"))
+    _commit_epochs(store, range(1), range(16))  # the script is loaded
+
+    def calls() -> dict[str, int]:
+        stats = redis.Redis.from_url(redis_url).info("commandstats")
+        return {name: int(stats.get(f"cmdstat_{name}", {}).get("calls", 0))
+                for name in ("exec", "evalsha")}
+
+    before = calls()
+    _commit_epochs(store, range(1, 2), range(16))
+    after = calls()
+    assert after["evalsha"] - before["evalsha"] == 16  # one script per group
+    assert after["exec"] - before["exec"] == 1
+    assert store.marks("op", range(16)) == dict.fromkeys(range(16), 1)
+
+
 def test_an_instance_on_another_machine_reads_the_runs_from_redis(  # type: ignore[no-untyped-def]
     redis_url, namespace, tmp_path
 ) -> None:

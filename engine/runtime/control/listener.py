@@ -72,6 +72,11 @@ class ControlListener:
             pending, self._pending = self._pending[:taken], self._pending[taken:]
         return pending
 
+    def pending_stop(self) -> Command | None:
+        """The first stop command picked up that no epoch's plan has taken yet, if any."""
+        with self._lock:
+            return next((c for c in self._pending if c.kind == "stop"), None)
+
     def _loop(self) -> None:
         while not self._stopped.is_set():
             try:

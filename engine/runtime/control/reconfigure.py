@@ -50,7 +50,7 @@ def apply_commands(
         before = describe(config, command.operator)
         if command.kind == "stop":
             stop = True
-            acks.append(_ack(command, "applied", epoch, None, before, before))
+            acks.append(stop_ack(command, config, epoch))
             continue
         try:
             after = apply_command(graph, config, command, loads, check_logic)
@@ -72,6 +72,12 @@ def owner_moves(before: OperatorConfig, after: OperatorConfig) -> list[tuple[int
         return []
     return [(kg, old, new) for kg, (old, new) in enumerate(zip(before.owners, after.owners,
                                                                   strict=True)) if old != new]
+
+
+def stop_ack(command: Command, config: RunConfig, epoch: int | None) -> dict[str, Any]:
+    """A stop's ack: applied after ``epoch`` (None: before any epoch), the plan unchanged."""
+    before = describe(config, command.operator)
+    return _ack(command, "applied", epoch, None, before, before)
 
 
 def _ack(

@@ -25,6 +25,7 @@ from engine.runtime.control.channel import ControlChannel, MemoryControlChannel
 from engine.runtime.control.commands import Command
 from engine.runtime.control.listener import ControlListener
 from engine.runtime.control.outbox import RunDeliveries
+from engine.runtime.control.reconfigure import stop_ack
 from engine.runtime.control.run_config import RunConfig, initial_config
 from engine.runtime.driver.epoch import EpochRunner
 from engine.runtime.driver.epoch_log import EpochLog
@@ -34,6 +35,10 @@ from engine.runtime.driver.planning import EpochPlanner
 from engine.runtime.driver.query import STOP_MARK, RunQuery, StopRequested
 from engine.runtime.io.streams import paced_by_clock
 from engine.runtime.state import StoreSpec
+
+# How long past its trigger interval a query that reads its sources through Spark may leave
+# a stop command untaken before the run stops without an epoch (``_stopped_while_idle``).
+IDLE_STOP_GRACE_S = 1.0
 
 __all__ = ["STOP_MARK", "JobRun", "RunOptions", "StopRequested"]
 
@@ -62,6 +67,7 @@ class JobRun:
         self.error: BaseException | None = None
         self._lock = threading.Lock()
         self._listener: ControlListener | None = None
+        self._idle_stop_since: float | None = None  # a stop pending while no epoch runs
 
     @property
     def store(self) -> StoreSpec:
@@ -119,10 +125,33 @@ class JobRun:
                 self.query.await_commit(last)
                 self.stop()
                 break
+            if self._stopped_while_idle():
+                self.stop()
+                break
             if deadline is not None and time.monotonic() > deadline:
                 return self.status
             time.sleep(0.05)
         return self._finish()
+
+    def _stopped_while_idle(self) -> bool:
+        """Whether a stop command that no epoch will take ends the run here. A query that
+        reads its sources through Spark runs a micro-batch only when they have new data, so
+        a stop picked up while they have none would wait for data: once the query has had
+        its trigger interval and ``IDLE_STOP_GRACE_S`` more to start an epoch and has not,
+        the stop is acknowledged as applied after the last epoch and the run stops (an
+        epoch that starts meanwhile is refused by the stop, and stays for a restart)."""
+        stop = self._listener.pending_stop() if self._listener is not None else None
+        if not isinstance(self.query, RunQuery) or stop is None or self.query.gate.in_epoch:
+            self._idle_stop_since = None
+            return False
+        now = time.monotonic()
+        if self._idle_stop_since is None:
+            self._idle_stop_since = now
+        if now - self._idle_stop_since < self.options.interval_ms / 1000.0 + IDLE_STOP_GRACE_S:
+            return False
+        ack = stop_ack(stop, self.config, self.last_epoch)
+        self.deliveries.acks([ack], ended_at_ms=time.time() * 1000.0)
+        return True
 
     def stop(self, timeout_s: float = 60.0) -> None:
         """Stops the query after the epoch in progress, if any, and the listener; an epoch

@@ -3,25 +3,26 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 import pytest
 
 from engine.runtime.api import start_run
-from engine.runtime.driver.metrics import CollectingPublisher
+from engine.runtime.control.commands import command_message
+from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 
 pytestmark = pytest.mark.spark
 
 
-def test_files_source_feeds_a_dedupe(spark, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("STREAMSCALE_DATA_DIR", str(tmp_path))
+def _files_job(tmp_path, sink: str) -> dict:  # type: ignore[no-untyped-def]
+    """One JSON file of 20 rows in the data folder -> filter -> dedupe -> memory sink."""
     inbox = tmp_path / "in"
     inbox.mkdir()
     rows = [{"user": u % 5, "at": f"2026-01-01T00:00:{u:02d}Z", "n": u} for u in range(20)]
     (inbox / "a.json").write_text("\n".join(json.dumps(r) for r in rows))
-    sink = f"files_{uuid.uuid4().hex[:6]}"
-    job = {
+    return {
         "name": "files-test",
         "key_groups": 8,
         "operators": [
@@ -49,6 +50,12 @@ def test_files_source_feeds_a_dedupe(spark, tmp_path, monkeypatch) -> None:  # t
             {"from": "first", "to": "out"},
         ],
     }
+
+
+def test_files_source_feeds_a_dedupe(spark, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("STREAMSCALE_DATA_DIR", str(tmp_path))
+    sink = f"files_{uuid.uuid4().hex[:6]}"
+    job = _files_job(tmp_path, sink)
     run = start_run(
         job,
         checkpoint=str(tmp_path / "ckpt"),
@@ -60,4 +67,34 @@ def test_files_source_feeds_a_dedupe(spark, tmp_path, monkeypatch) -> None:  # t
     assert run.wait(120) == "stopped"
     got = sorted(memory_sink_rows(sink)["n"].to_pylist())
     assert got == [2, 3, 4, 5, 6]  # the first row of each user at or after n = 2
+    clear_memory_sink(sink)
+
+
+def test_a_stop_ends_a_run_whose_files_have_no_new_data(spark, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Spark runs no micro-batch for a files source with nothing new, so no epoch takes the
+    stop: the run stops without one, and acknowledges the stop after its last epoch."""
+    monkeypatch.setenv("STREAMSCALE_DATA_DIR", str(tmp_path))
+    sink = f"files_{uuid.uuid4().hex[:6]}"
+    recorder = CollectingRecorder()
+    run = start_run(
+        _files_job(tmp_path, sink),
+        checkpoint=str(tmp_path / "ckpt"),
+        publisher=CollectingPublisher(),
+        recorder=recorder,
+        spark=spark,
+        trigger_ms=200,
+    )
+    deadline = time.monotonic() + 120
+    while run.last_epoch is None:
+        assert time.monotonic() < deadline and run.failure() is None
+        time.sleep(0.05)
+    time.sleep(1.0)  # the file was read: the query is idle
+    run.channel.send(command_message("stop", None, "stop-idle", time.time() * 1000.0))
+    asked = time.monotonic()
+    assert run.wait(30) == "stopped"
+    assert time.monotonic() - asked < 10
+    assert run.last_epoch == 0
+    (ack,) = [a for a in recorder.acks if a["request_id"] == "stop-idle"]
+    assert ack["status"] == "applied" and ack["applied_epoch"] == 0
+    assert sorted(memory_sink_rows(sink)["n"].to_pylist()) == [2, 3, 4, 5, 6]
     clear_memory_sink(sink)

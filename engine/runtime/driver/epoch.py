@@ -9,12 +9,13 @@ under the new plan.
 
 How the attempt is interrupted follows which way the epoch ends first. A stage whose
 routing runs is cancelled, and the epoch runs again whole at the new parallelism; or the
-attempt runs the stage to its end, and the rerun replays its key groups. A window
-aggregate's replay in an epoch that closes no window needs no Spark job (the driver checks
-the store: ``vsn_stage._replayed_without_job``), so for it the runner weighs the two with
-the run's own figures (``RerunCosts``): the rest of the attempt plus a replay, against a
-whole epoch at the new parallelism. Any other stage (one that closes windows, whose
-instances would re-emit them; a dedupe; a join) is cancelled."""
+attempt runs the stage to its end, and the rerun replays its key groups. The runner weighs
+the two with the run's own figures (``RerunCosts``), kept apart for epochs in which the
+operator may emit rows (a window aggregate's that close windows, every dedupe's and
+join's: their replay is a Spark job whose instances emit the stored rows again) and the
+others (a window aggregate's replay in an epoch that closes no window needs no Spark job:
+the driver checks the store, ``vsn_stage._replayed_without_job``): the rest of the attempt
+plus a replay, against a whole epoch at the new parallelism."""
 
 from __future__ import annotations
 
@@ -51,33 +52,38 @@ RECENT = 5
 
 @dataclass
 class RerunCosts:
-    """What an interrupted epoch's two ways to end cost, from the run's recent epochs: a
-    whole epoch at each parallelism of each window aggregate (epochs that ran once and
-    closed none of its windows), and a replay on the driver (from the interrupt of the
-    attempt it voided to the epoch's end)."""
+    """What an interrupted epoch's two ways to end cost, from the run's recent epochs, for
+    each keyed operator and kind of epoch (``emits``: whether the operator may emit rows
+    in it, which makes its replay a Spark job): a whole epoch at each parallelism (epochs
+    that ran once), and a replay (from the interrupt of the attempt it voided to the
+    epoch's end)."""
 
-    epochs_ms: dict[tuple[str, int], deque[float]] = field(default_factory=dict)
-    replays_ms: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT))
+    epochs_ms: dict[tuple[str, int, bool], deque[float]] = field(default_factory=dict)
+    replays_ms: dict[tuple[str, bool], deque[float]] = field(default_factory=dict)
 
-    def epoch_ran(self, op_id: str, parallelism: int, ms: float) -> None:
-        """A whole epoch that ran once at ``parallelism`` and closed no window of ``op_id``."""
-        self.epochs_ms.setdefault((op_id, parallelism), deque(maxlen=RECENT)).append(ms)
+    def epoch_ran(self, op_id: str, parallelism: int, emits: bool, ms: float) -> None:
+        """A whole epoch of ``op_id`` that ran once at ``parallelism``."""
+        self.epochs_ms.setdefault((op_id, parallelism, emits), deque(maxlen=RECENT)).append(ms)
 
-    def cancel(self, op_id: str, old: int, new: int, elapsed_ms: float) -> bool:
+    def replayed(self, op_id: str, emits: bool, ms: float) -> None:
+        """An epoch's replay of ``op_id``'s stage, once the attempt it voided had ended."""
+        self.replays_ms.setdefault((op_id, emits), deque(maxlen=RECENT)).append(ms)
+
+    def cancel(self, op_id: str, old: int, new: int, elapsed_ms: float, emits: bool) -> bool:
         """Whether cancelling the attempt (``elapsed_ms`` in, ``op_id`` at ``old``
         instances) ends the epoch before letting its stage end and replaying it does: a
         whole epoch at ``new`` (at ``old`` if none ran yet) after the cancel, against the
         rest of an epoch at ``old`` and a replay (none measured yet: free). With no epoch
         at ``old`` to go by, it cancels."""
-        at_old = self._typical(op_id, old)
+        at_old = self._typical(self.epochs_ms.get((op_id, old, emits)))
         if at_old is None:
             return True
-        at_new = self._typical(op_id, new) or at_old
-        replay = statistics.median(self.replays_ms) if self.replays_ms else 0.0
+        at_new = self._typical(self.epochs_ms.get((op_id, new, emits))) or at_old
+        replay = self._typical(self.replays_ms.get((op_id, emits))) or 0.0
         return elapsed_ms + at_new < at_old + replay
 
-    def _typical(self, op_id: str, parallelism: int) -> float | None:
-        found = self.epochs_ms.get((op_id, parallelism))
+    @staticmethod
+    def _typical(found: deque[float] | None) -> float | None:
         return statistics.median(found) if found else None
 
 
@@ -108,7 +114,8 @@ class EpochRunner:
         self._config: RunConfig = {}
         self._closes: dict[str, bool] = {}
         self.costs = RerunCosts()
-        self._replaying = False  # an interrupt let the running attempt's stage end
+        # The operator (and whether it may emit) whose stage an interrupt let end.
+        self._replaying: tuple[str, bool] | None = None
         self._last_start: float | None = None
         self._ran = 0  # epochs this driver process ran: its first ones carry start-up cost
 
@@ -143,40 +150,42 @@ class EpochRunner:
     def interrupt(self, command: Command) -> bool:
         """Interrupts the running epoch for ``command`` (a rescale or rebalance of a keyed
         operator whose stage has not finished in it), so that the epoch runs again with
-        the command applied; True if it will. The stage is cancelled unless its rerun
-        replays it without a Spark job (see the module's doc)."""
+        the command applied; True if it will. The stage is cancelled unless letting it end
+        and replaying it ends the epoch sooner (see the module's doc)."""
         if command.kind not in WORKLOAD_KINDS or command.operator not in self._keyed:
             return False
         op_id, config = command.operator, self._config
         cancel = True
-        if self._replayed_on_driver(op_id) and op_id in config:
+        if op_id in config:
             old = config[op_id].parallelism
             new = command.parallelism if command.parallelism is not None else old
             elapsed_ms = (time.time() - self._attempt_start) * 1000.0
-            cancel = self.costs.cancel(op_id, old, new, elapsed_ms)
+            cancel = self.costs.cancel(op_id, old, new, elapsed_ms, self._emits(op_id))
         taken = self.clock.interrupt(op_id, cancel=cancel)
         if taken and not cancel:
-            self._replaying = True
+            self._replaying = (op_id, self._emits(op_id))
         return taken
 
-    def _replayed_on_driver(self, op_id: str) -> bool:
-        """Whether a rerun of the running attempt would replay ``op_id``'s stage on the
-        driver, once the stage has run to its end: a window aggregate's, in an epoch that
-        closes none of its windows."""
-        return (self.graph.operator(op_id).type == "window_aggregate"
-                and not self._closes.get(op_id, True))
+    def _emits(self, op_id: str, closes: dict[str, bool] | None = None) -> bool:
+        """Whether ``op_id`` may emit rows in the running attempt's epoch (or in the one
+        whose plan's ``closes`` is given): a window aggregate only when the epoch closes
+        one of its windows, a dedupe or a join always."""
+        closes = self._closes if closes is None else closes
+        return (self.graph.operator(op_id).type != "window_aggregate"
+                or closes.get(op_id, True))
 
     def _weigh(self, plan: dict[str, Any], config: RunConfig, attempts: int, batch_ms: float,
                last_attempt_ms: float) -> None:
-        """Keeps what the epoch tells ``costs``: a whole epoch of each window aggregate
-        whose windows it did not close, or the replay that ended it."""
+        """Keeps what the epoch tells ``costs``: a whole epoch of each keyed operator, or
+        the replay that ended it."""
         if attempts == 1:
-            for op_id, closes in plan.get("closes", {}).items():
-                if not closes:
-                    self.costs.epoch_ran(op_id, config[op_id].parallelism, batch_ms)
-        elif self._replaying:
-            self.costs.replays_ms.append(last_attempt_ms)
-        self._replaying = False
+            closes = plan.get("closes", {})
+            for op_id in self._keyed & set(config):
+                self.costs.epoch_ran(op_id, config[op_id].parallelism,
+                                     self._emits(op_id, closes), batch_ms)
+        elif self._replaying is not None:
+            self.costs.replayed(*self._replaying, last_attempt_ms)
+        self._replaying = None
 
     def _attempts(
         self, batch: DataFrame, epoch: int, plan: dict[str, Any]

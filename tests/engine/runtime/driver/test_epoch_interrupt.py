@@ -172,19 +172,42 @@ def test_an_interrupt_that_lets_the_stage_end_voids_the_attempt_at_its_end(spark
 
 def test_an_epoch_is_cancelled_only_when_running_it_again_ends_it_sooner() -> None:
     costs = RerunCosts()
-    assert costs.cancel("counts", 3, 4, elapsed_ms=50.0)  # nothing to weigh yet
-    for ms in (300.0, 310.0, 290.0):
-        costs.epoch_ran("counts", 3, ms)
-    # A whole epoch again (300 ms) against the rest of this one (250) and a free replay.
-    assert not costs.cancel("counts", 3, 4, elapsed_ms=50.0)
-    costs.replays_ms.append(80.0)
-    assert costs.cancel("counts", 3, 4, elapsed_ms=50.0)  # 350 < 300 + 80
-    assert not costs.cancel("counts", 3, 4, elapsed_ms=100.0)  # 400 > 380
-    for ms in (150.0, 140.0, 160.0):  # the new parallelism runs an epoch in half the time
-        costs.epoch_ran("counts", 4, ms)
-    assert costs.cancel("counts", 3, 4, elapsed_ms=200.0)  # 350 < 380
-    assert not costs.cancel("counts", 3, 4, elapsed_ms=250.0)
-    assert not costs.cancel("counts", 3, 3, elapsed_ms=100.0)  # a rebalance: same epochs
+    assert costs.cancel("counts", 3, 4, elapsed_ms=50.0, emits=False)  # nothing to weigh yet
+    for ms in (290.0, 300.0, 310.0):
+        costs.epoch_ran("counts", 3, False, ms)
+    assert not costs.cancel("counts", 3, 4, elapsed_ms=50.0, emits=False)
+    costs.replayed("counts", False, 80.0)
+    assert costs.cancel("counts", 3, 4, elapsed_ms=50.0, emits=False)  # 350 < 300 + 80
+    assert not costs.cancel("counts", 3, 4, elapsed_ms=100.0, emits=False)  # 400 > 380
+    for ms in (140.0, 150.0, 160.0):
+        costs.epoch_ran("counts", 4, False, ms)
+    assert costs.cancel("counts", 3, 4, elapsed_ms=200.0, emits=False)  # 350 < 380
+    assert not costs.cancel("counts", 3, 4, elapsed_ms=250.0, emits=False)
+    assert not costs.cancel("counts", 3, 3, elapsed_ms=100.0, emits=False)  # a rebalance
+
+
+def test_epochs_that_emit_are_weighed_apart_from_those_that_do_not() -> None:
+    costs = RerunCosts()
+    for ms in (300.0, 300.0, 300.0):
+        costs.epoch_ran("counts", 3, False, ms)
+        costs.epoch_ran("counts", 4, False, ms / 2)
+    costs.replayed("counts", False, 20.0)
+    # No epoch that closes windows ran at 3 yet: one that does is cancelled.
+    assert costs.cancel("counts", 3, 4, elapsed_ms=100.0, emits=True)
+    assert not costs.cancel("counts", 3, 4, elapsed_ms=200.0, emits=False)  # 350 > 320
+    costs.epoch_ran("counts", 3, True, 900.0)
+    # Its replay (a Spark job that emits the stored rows again) is not measured yet: free,
+    # so the stage is let to end, the epoch at 4 that closes windows being unknown too.
+    assert not costs.cancel("counts", 3, 8, elapsed_ms=100.0, emits=True)
+    costs.replayed("counts", True, 500.0)
+    costs.epoch_ran("counts", 8, True, 1200.0)
+    assert costs.cancel("counts", 3, 8, elapsed_ms=100.0, emits=True)  # 1300 < 1400
+    assert not costs.cancel("counts", 3, 8, elapsed_ms=250.0, emits=True)  # 1450 > 1400
+    costs.epoch_ran("counts", 4, True, 500.0)
+    assert costs.cancel("counts", 3, 4, elapsed_ms=300.0, emits=True)  # 800 < 1400
+    assert not costs.cancel("counts", 3, 4, elapsed_ms=950.0, emits=True)  # 1450 > 1400
+    # The replays of one kind say nothing of the other's.
+    assert costs.cancel("counts", 3, 4, elapsed_ms=100.0, emits=False)  # 250 < 320
 
 
 def test_a_rescale_during_the_stage_takes_effect_in_the_running_epoch(spark, tmp_path) -> None:
@@ -212,7 +235,6 @@ def test_a_rescale_during_the_stage_takes_effect_in_the_running_epoch(spark, tmp
     run.epochs.clock.interrupt = clock_recorded  # type: ignore[method-assign]
     wait_epoch(run, 2)
     requests = {}
-    closing: dict[str, bool] = {}
     for parallelism, closes in ((3, False), (5, True), (4, False)):
         # Sent the moment the keyed stage of an epoch that closes windows (or not) starts:
         # picked up long before its instances start.
@@ -224,14 +246,18 @@ def test_a_rescale_during_the_stage_takes_effect_in_the_running_epoch(spark, tmp
         request = request_reconfiguration(
             run.channel, kind="rescale", operator="counts", parallelism=parallelism
         )
-        requests[request], closing[request] = parallelism, closes
+        requests[request] = parallelism
         assert run.channel.wait_for_ack(request, 60)["status"] == "applied"
     assert run.wait(180) == "stopped"
 
     assert [taken for _, taken in interrupts] == [True, True, True]
-    # With no replay measured yet, the first lets its stage end (a replay deemed free);
-    # a stage that closes windows is always cancelled.
-    assert cancels[0] is False and cancels[1] is True
+    # With no replay measured yet, the first lets its stage end (a replay deemed free).
+    assert cancels[0] is False
+    # Whole epochs were weighed apart by whether they closed windows, at each parallelism
+    # they ran at.
+    kinds = {(p, emits) for (_, p, emits) in run.epochs.costs.epochs_ms}
+    assert {emits for _, emits in kinds} == {False, True}
+    assert (4, False) in kinds and {p for p, _ in kinds} <= {8, 3, 5, 4}
     # The void attempts' partly computed outputs were released with the attempts.
     assert spark.sparkContext._jsc.getPersistentRDDs().size() == cached_before
     acks = {a["request_id"]: a for a in recorder.acks}

@@ -66,21 +66,24 @@ class RerunCosts:
         self.epochs_ms.setdefault((op_id, parallelism, emits), deque(maxlen=RECENT)).append(ms)
 
     def replayed(self, op_id: str, emits: bool, ms: float) -> None:
-        """An epoch's replay of ``op_id``'s stage, once the attempt it voided had ended."""
+        """An epoch's replay of ``op_id``'s stage, from the end of the attempt it voided
+        (let to end by the interrupt, or past cancelling when it came)."""
         self.replays_ms.setdefault((op_id, emits), deque(maxlen=RECENT)).append(ms)
 
     def cancel(self, op_id: str, old: int, new: int, elapsed_ms: float, emits: bool) -> bool:
         """Whether cancelling the attempt (``elapsed_ms`` in, ``op_id`` at ``old``
         instances) ends the epoch before letting its stage end and replaying it does: a
         whole epoch at ``new`` (at ``old`` if none ran yet) after the cancel, against the
-        rest of an epoch at ``old`` and a replay (none measured yet: free). With no epoch
-        at ``old`` to go by, it cancels."""
+        rest of an epoch at ``old`` and a replay. With no epoch at ``old`` to go by, it
+        cancels; with no replay measured yet, it takes one that needs no Spark job as free
+        and cancels one that does (a Spark job whose instances emit the stored rows again
+        costs a good part of a whole epoch)."""
         at_old = self._typical(self.epochs_ms.get((op_id, old, emits)))
-        if at_old is None:
+        replay = self._typical(self.replays_ms.get((op_id, emits)))
+        if at_old is None or (replay is None and emits):
             return True
         at_new = self._typical(self.epochs_ms.get((op_id, new, emits))) or at_old
-        replay = self._typical(self.replays_ms.get((op_id, emits))) or 0.0
-        return elapsed_ms + at_new < at_old + replay
+        return elapsed_ms + at_new < at_old + (replay or 0.0)
 
     @staticmethod
     def _typical(found: deque[float] | None) -> float | None:
@@ -114,8 +117,8 @@ class EpochRunner:
         self._config: RunConfig = {}
         self._closes: dict[str, bool] = {}
         self.costs = RerunCosts()
-        # The operator (and whether it may emit) whose stage an interrupt let end.
-        self._replaying: tuple[str, bool] | None = None
+        # The operator (and whether it may emit) whose stage an interrupt voided.
+        self._interrupted: tuple[str, bool] | None = None
         self._last_start: float | None = None
         self._ran = 0  # epochs this driver process ran: its first ones carry start-up cost
 
@@ -132,7 +135,7 @@ class EpochRunner:
         batch_ms = (ended - started) * 1000.0
         # The epoch under the plan it committed: from the interrupt of a void attempt.
         last_attempt_ms = (ended - self._attempt_start) * 1000.0
-        self._weigh(plan, config, attempts, batch_ms, last_attempt_ms)
+        self._weigh(plan, config, result, attempts, batch_ms, last_attempt_ms)
         # The epoch is committed: its acks can say when the change took effect.
         self.deliveries.acks(plan["acks"], ended_at_ms=ended * 1000.0)
         # What is read now (the sources' load); the tasks' run times, read back from
@@ -162,8 +165,8 @@ class EpochRunner:
             elapsed_ms = (time.time() - self._attempt_start) * 1000.0
             cancel = self.costs.cancel(op_id, old, new, elapsed_ms, self._emits(op_id))
         taken = self.clock.interrupt(op_id, cancel=cancel)
-        if taken and not cancel:
-            self._replaying = (op_id, self._emits(op_id))
+        if taken:
+            self._interrupted = (op_id, self._emits(op_id))
         return taken
 
     def _emits(self, op_id: str, closes: dict[str, bool] | None = None) -> bool:
@@ -174,18 +177,22 @@ class EpochRunner:
         return (self.graph.operator(op_id).type != "window_aggregate"
                 or closes.get(op_id, True))
 
-    def _weigh(self, plan: dict[str, Any], config: RunConfig, attempts: int, batch_ms: float,
-               last_attempt_ms: float) -> None:
+    def _weigh(self, plan: dict[str, Any], config: RunConfig, result: EpochResult,
+               attempts: int, batch_ms: float, last_attempt_ms: float) -> None:
         """Keeps what the epoch tells ``costs``: a whole epoch of each keyed operator, or
-        the replay that ended it."""
+        the replay that ended it (the interrupted operator's stage replayed key groups: its
+        void attempt ran the stage to its end)."""
         if attempts == 1:
             closes = plan.get("closes", {})
             for op_id in self._keyed & set(config):
                 self.costs.epoch_ran(op_id, config[op_id].parallelism,
                                      self._emits(op_id, closes), batch_ms)
-        elif self._replaying is not None:
-            self.costs.replayed(*self._replaying, last_attempt_ms)
-        self._replaying = None
+        elif self._interrupted is not None:
+            op_id, emits = self._interrupted
+            reports = result.stage_reports.get(op_id, [])
+            if any(r.get("groups_replayed", 0) for r in reports):
+                self.costs.replayed(op_id, emits, last_attempt_ms)
+        self._interrupted = None
 
     def _attempts(
         self, batch: DataFrame, epoch: int, plan: dict[str, Any]

@@ -191,20 +191,17 @@ def test_epochs_that_emit_are_weighed_apart_from_those_that_do_not() -> None:
     for ms in (300.0, 300.0, 300.0):
         costs.epoch_ran("counts", 3, False, ms)
         costs.epoch_ran("counts", 4, False, ms / 2)
+        costs.epoch_ran("counts", 3, True, 3 * ms)
     costs.replayed("counts", False, 20.0)
-    # No epoch that closes windows ran at 3 yet: one that does is cancelled.
-    assert costs.cancel("counts", 3, 4, elapsed_ms=100.0, emits=True)
     assert not costs.cancel("counts", 3, 4, elapsed_ms=200.0, emits=False)  # 350 > 320
-    costs.epoch_ran("counts", 3, True, 900.0)
-    # Its replay (a Spark job that emits the stored rows again) is not measured yet: free,
-    # so the stage is let to end, the epoch at 4 that closes windows being unknown too.
-    assert not costs.cancel("counts", 3, 8, elapsed_ms=100.0, emits=True)
+    # An epoch that closes windows replays by a Spark job: none measured yet, it cancels.
+    assert costs.cancel("counts", 3, 8, elapsed_ms=800.0, emits=True)
     costs.replayed("counts", True, 500.0)
-    costs.epoch_ran("counts", 8, True, 1200.0)
-    assert costs.cancel("counts", 3, 8, elapsed_ms=100.0, emits=True)  # 1300 < 1400
-    assert not costs.cancel("counts", 3, 8, elapsed_ms=250.0, emits=True)  # 1450 > 1400
+    # The epoch at 8 that closes windows is unknown: as long as the one at 3.
+    assert costs.cancel("counts", 3, 8, elapsed_ms=400.0, emits=True)  # 1300 < 1400
+    assert not costs.cancel("counts", 3, 8, elapsed_ms=550.0, emits=True)  # 1450 > 1400
     costs.epoch_ran("counts", 4, True, 500.0)
-    assert costs.cancel("counts", 3, 4, elapsed_ms=300.0, emits=True)  # 800 < 1400
+    assert costs.cancel("counts", 3, 4, elapsed_ms=850.0, emits=True)  # 1350 < 1400
     assert not costs.cancel("counts", 3, 4, elapsed_ms=950.0, emits=True)  # 1450 > 1400
     # The replays of one kind say nothing of the other's.
     assert costs.cancel("counts", 3, 4, elapsed_ms=100.0, emits=False)  # 250 < 320
@@ -251,8 +248,11 @@ def test_a_rescale_during_the_stage_takes_effect_in_the_running_epoch(spark, tmp
     assert run.wait(180) == "stopped"
 
     assert [taken for _, taken in interrupts] == [True, True, True]
-    # With no replay measured yet, the first lets its stage end (a replay deemed free).
-    assert cancels[0] is False
+    # With no replay measured yet, the first lets its stage end (a replay on the driver,
+    # deemed free), and its replay is measured; the one in an epoch that closes windows,
+    # whose replay would be a Spark job, none of which was measured, is cancelled.
+    assert cancels[0] is False and cancels[1] is True
+    assert run.epochs.costs.replays_ms[("counts", False)]
     # Whole epochs were weighed apart by whether they closed windows, at each parallelism
     # they ran at.
     kinds = {(p, emits) for (_, p, emits) in run.epochs.costs.epochs_ms}

@@ -61,7 +61,7 @@ from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorde
 from engine.runtime.spark.session import build_session
 
 STEPS = (8, 3, 4, 3, 4, 3, 4, 3, 4, 3, 4, 3)
-WARMUP = 10  # epochs before the first rescale: JIT and Python workers warm up
+WARMUP = 40  # epochs before the first rescale: JIT and Python workers warm up
 # Epochs at each parallelism. The 10 s windows close every 10th epoch (100k rows out), an
 # epoch that costs more than the others at any parallelism. A step of 7 epochs (not a
 # divisor of 10) moves each parallelism's rescale across the window cycle, and leaves

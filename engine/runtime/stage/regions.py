@@ -10,6 +10,7 @@ store). Each action of an epoch runs in a job group named for the operator it fe
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +24,14 @@ from engine.dag import JobGraph, state_kind_of
 from engine.runtime.errors import StreamRuntimeError
 
 _SETTLE_S = 1.0  # how long to wait for Spark's listener to report finished stages
+# A keyed stage is cancelled only while its routing has at least this long left to run, as
+# its recent epochs' routing took (and at least this share of it): Spark's status tracker
+# reports the instances' start a little behind them, and a cancel that reaches them kills
+# their Python workers, which the next attempt starts again (~1 s for an epoch of 3
+# instances on 2 cores, measured in ``bench rescale``).
+_ROUTING_LEFT_MS = 50.0
+_ROUTING_LEFT_SHARE = 0.25
+_ROUTING_EPOCHS = 5  # recent epochs whose routing times are looked up
 
 
 @dataclass(frozen=True)
@@ -144,9 +153,47 @@ class StageClock:
         with self._lock:
             if (self.epoch, self.attempt) != attempt or not self._open or self._running is None:
                 return  # the interrupted attempt has ended, or no action runs in it
-            group, cancellable = self._group(self._running), self._cancellable
-        if cancellable and not self._instances_started(group):
+            op_id, cancellable = self._running, self._cancellable
+            group = self._group(op_id)
+        if cancellable and not self._instances_started(group) and not self._routing_ends_soon(
+                op_id, group, attempt[0]):
             self._sc._jsc.sc().cancelJobGroupAndFutureJobs(group)
+
+    def _routing_ends_soon(self, op_id: str, group: str, epoch: int) -> bool:
+        """Whether the routing of ``group``'s running job has less left to run than the
+        margin (``_ROUTING_LEFT_MS``, ``_ROUTING_LEFT_SHARE``), as long as the recent epochs'
+        routing of the same operator took (the median); False with none to go by, or no
+        job submitted yet (a job submitted after the cancel fails before its tasks)."""
+        started = [start for start, _ in self._routing_times(group)]
+        if not started:
+            return False
+        took = [end - start for e in range(epoch - 1, max(epoch - 1 - _ROUTING_EPOCHS, -1), -1)
+                for start, end in self._routing_times(f"{self._prefix}:{e}:{op_id}")
+                if end is not None]
+        if not took:
+            return False
+        typical = statistics.median(took)
+        left = max(_ROUTING_LEFT_MS, _ROUTING_LEFT_SHARE * typical)
+        return time.time() * 1000.0 - min(started) > typical - left
+
+    def _routing_times(self, group: str) -> list[tuple[float, float | None]]:
+        """(routing stages' submission, instances' submission or None) in ms of each job
+        of ``group`` with a shuffle, as Spark's status tracker has them."""
+        tracker, stages = self._sc.statusTracker(), self._sc._jsc.statusTracker()
+        found = []
+        for job in tracker.getJobIdsForGroup(group):
+            info = tracker.getJobInfo(job)
+            ids = sorted(int(s) for s in (info.stageIds if info is not None else []))
+            if len(ids) < 2:
+                continue
+            *routing, instances = [stages.getStageInfo(s) for s in ids]
+            submitted = [r.submissionTime() for r in routing if r is not None]
+            submitted = [t for t in submitted if t > 0]
+            if not submitted:
+                continue
+            end = instances.submissionTime() if instances is not None else -1
+            found.append((float(min(submitted)), float(end) if end > 0 else None))
+        return found
 
     def _instances_started(self, group: str) -> bool:
         """Whether a job of ``group`` has written its shuffle: the stages before its last

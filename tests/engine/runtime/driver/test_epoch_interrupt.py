@@ -127,6 +127,50 @@ def test_an_interrupt_leaves_running_instances_to_end_and_keeps_their_workers(
     assert {r.pid for r in _pids_job(spark).collect()} <= warm  # no worker was killed
 
 
+def _routed_then_pids(spark: Any, routing_s: float, sleep_s: float = 0.0) -> Any:
+    """A keyed stage's shape whose routing (JVM tasks, one row each) takes ``routing_s``."""
+    millis = int(routing_s * 1000)
+    rows = spark.range(0, 2, numPartitions=2).selectExpr(
+        "id", f"reflect('java.lang.Thread', 'sleep', cast({millis} as bigint)) as slept"
+    ).repartition(2)
+    return rows.mapInArrow(partial(_worker_pids, sleep_s, None), "pid long")
+
+
+def test_an_interrupt_late_in_the_routing_lets_the_instances_run(spark) -> None:
+    # Spark's status tracker reports the instances' start a little behind them: an
+    # interrupt is taken as a cancel only while the routing has a margin left to run, as
+    # long as the recent epochs' routing took, so that no cancel reaches the instances.
+    warm = {r.pid for r in _pids_job(spark).collect()}
+    clock = StageClock(spark, f"interrupt-{uuid.uuid4().hex[:6]}")
+    for epoch in range(3):  # routing of ~2 s each
+        clock.begin(epoch, 0)
+        with clock.action("counts", cancellable=True):
+            _routed_then_pids(spark, 2.0).collect()
+        clock.end()
+
+    def attempt(epoch: int, interrupt_after_s: float) -> float:
+        clock.begin(epoch, 0)
+
+        def interrupt() -> None:
+            _until(lambda: clock.running == "counts")
+            time.sleep(interrupt_after_s)
+            assert clock.interrupt("counts")
+
+        threading.Thread(target=interrupt).start()
+        began = time.monotonic()
+        with pytest.raises(EpochInterrupted), clock.action("counts", cancellable=True):
+            _routed_then_pids(spark, 2.0, sleep_s=1.0).collect()
+        clock.end()
+        return time.monotonic() - began
+
+    # Early in the routing: cancelled, the instances never run.
+    assert attempt(3, 0.2) < 2.0
+    # In its last quarter (the routing still runs): left to run, and the instances (1 s
+    # each) with it; no worker killed.
+    assert attempt(4, 1.75) >= 2.9
+    assert {r.pid for r in _pids_job(spark).collect()} <= warm
+
+
 def test_an_interrupt_voids_only_an_attempt_that_has_not_passed_the_operator(spark) -> None:
     clock = StageClock(spark, f"interrupt-{uuid.uuid4().hex[:6]}")
     clock.begin(1, 0)

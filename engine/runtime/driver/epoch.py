@@ -157,16 +157,16 @@ class EpochRunner:
         and replaying it ends the epoch sooner (see the module's doc)."""
         if command.kind not in WORKLOAD_KINDS or command.operator not in self._keyed:
             return False
-        op_id, config = command.operator, self._config
+        op_id, config, emits = command.operator, self._config, self._emits(command.operator)
         cancel = True
         if op_id in config:
             old = config[op_id].parallelism
             new = command.parallelism if command.parallelism is not None else old
             elapsed_ms = (time.time() - self._attempt_start) * 1000.0
-            cancel = self.costs.cancel(op_id, old, new, elapsed_ms, self._emits(op_id))
+            cancel = self.costs.cancel(op_id, old, new, elapsed_ms, emits)
         taken = self.clock.interrupt(op_id, cancel=cancel)
         if taken:
-            self._interrupted = (op_id, self._emits(op_id))
+            self._interrupted = (op_id, emits)
         return taken
 
     def _emits(self, op_id: str, closes: dict[str, bool] | None = None) -> bool:

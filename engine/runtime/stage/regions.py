@@ -99,7 +99,11 @@ class StageClock:
         self._interrupted = False
         self._void_after: str | None = None  # an interrupt that lets this action end first
 
-    def _group(self, op_id: str) -> str:
+    def _group(self, op_id: str, epoch: int | None = None) -> str:
+        """The job group of ``op_id``'s action in the current attempt, or in the first
+        attempt of ``epoch``."""
+        if epoch is not None:
+            return f"{self._prefix}:{epoch}:{op_id}"
         suffix = f":{self.attempt}" if self.attempt else ""
         return f"{self._prefix}:{self.epoch}{suffix}:{op_id}"
 
@@ -168,7 +172,7 @@ class StageClock:
         if not started:
             return False
         took = [end - start for e in range(epoch - 1, max(epoch - 1 - _ROUTING_EPOCHS, -1), -1)
-                for start, end in self._routing_times(f"{self._prefix}:{e}:{op_id}")
+                for start, end in self._routing_times(self._group(op_id, e))
                 if end is not None]
         if not took:
             return False
@@ -179,11 +183,9 @@ class StageClock:
     def _routing_times(self, group: str) -> list[tuple[float, float | None]]:
         """(routing stages' submission, instances' submission or None) in ms of each job
         of ``group`` with a shuffle, as Spark's status tracker has them."""
-        tracker, stages = self._sc.statusTracker(), self._sc._jsc.statusTracker()
+        stages = self._sc._jsc.statusTracker()
         found = []
-        for job in tracker.getJobIdsForGroup(group):
-            info = tracker.getJobInfo(job)
-            ids = sorted(int(s) for s in (info.stageIds if info is not None else []))
+        for ids in job_stages(self._sc, group):
             if len(ids) < 2:
                 continue
             *routing, instances = [stages.getStageInfo(s) for s in ids]
@@ -200,9 +202,8 @@ class StageClock:
         (a keyed stage's instances) have no task left to run, or the last has begun. As
         Spark's status tracker reports it, a little behind the tasks themselves."""
         tracker = self._sc.statusTracker()
-        for job in tracker.getJobIdsForGroup(group):
-            info = tracker.getJobInfo(job)
-            found = [tracker.getStageInfo(s) for s in sorted(info.stageIds)] if info else []
+        for ids in job_stages(self._sc, group):
+            found = [tracker.getStageInfo(s) for s in ids]
             stages = [s for s in found if s is not None]
             if len(stages) < 2 or len(stages) < len(found):
                 continue
@@ -253,6 +254,17 @@ class StageClock:
         return AttemptTimes(self._sc, self._group(""))
 
 
+def job_stages(sc: Any, group: str) -> list[list[int]]:
+    """The stage ids of each job of job group ``group``, in order (a keyed stage's
+    instances last), as Spark's status tracker has them."""
+    tracker = sc.statusTracker()
+    found = []
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        found.append(sorted(int(s) for s in (info.stageIds if info is not None else [])))
+    return found
+
+
 @dataclass(frozen=True)
 class AttemptTimes:
     """Reads back the run time of one attempt's tasks from Spark's status store, by the
@@ -264,11 +276,8 @@ class AttemptTimes:
     def busy_ms(self, op_id: str, skip_last_stage: bool) -> list[float] | None:
         """Task run time per partition over the stages of ``op_id``'s jobs (the final stage
         left out when it is the VSN instances'); None if Spark ran no job for it."""
-        tracker = self.sc.statusTracker()
         stages: list[int] = []
-        for job in tracker.getJobIdsForGroup(self.group_prefix + op_id):
-            info = tracker.getJobInfo(job)
-            ids = sorted(int(s) for s in (info.stageIds if info is not None else []))
+        for ids in job_stages(self.sc, self.group_prefix + op_id):
             stages += ids[:-1] if skip_last_stage else ids
         if not stages:
             return None

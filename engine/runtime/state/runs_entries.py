@@ -20,17 +20,19 @@ import numpy as np
 import pyarrow as pa
 
 from engine.runtime.state import keyed
-from engine.runtime.state.keyed import AT, FIELD, KG, TIMER, VALUE, KeyedChanges, KeyedEntries
+from engine.runtime.state.keyed import FIELD, KG, TIMER, VALUE, KeyedChanges, KeyedEntries
 from engine.runtime.state.sorted_runs import (
     HASH,
     Loaded,
     Run,
+    Span,
     entry_hashes,
     entry_order,
+    find,
     live_entries,
     live_entries_of_groups,
-    lookup,
     one_chunk,
+    run_of,
     runs_to_merge,
     sorted_runs,
 )
@@ -77,16 +79,14 @@ class SortedRunsEntries(KeyedEntries):
         groups, starts = np.unique(kgs, return_index=True)
         ends = [*starts[1:].tolist(), len(kgs)]
         opened = self._open(operator, self._rows(operator, groups.tolist()))
-        parts = []
-        for kg, start, end in zip(groups.tolist(), starts.tolist(), ends, strict=True):
-            if kg not in opened:
-                continue
-            part = searched.slice(start, end - start)
-            positions, found = lookup(opened[kg][::-1], part, hashes[start:end], presorted=True)
-            if found.num_rows:
-                at = pa.array(order[start + positions])
-                parts.append(entries_of(kg, found).append_column(AT, at))
-        found = pa.concat_tables(parts) if parts else keyed.FOUND.empty_table()
+        spans = [Span(opened[kg][::-1], start, end)
+                 for kg, start, end in zip(groups.tolist(), starts.tolist(), ends, strict=True)
+                 if kg in opened]
+        timers = one_chunk(searched[TIMER]).to_numpy(zero_copy_only=False)
+        positions, rows = find(spans, timers, one_chunk(searched[FIELD]).cast(pa.string()), hashes)
+        found = pa.Table.from_arrays(
+            [pa.array(kgs[positions].astype(np.int32)), rows[TIMER], rows[FIELD], rows[VALUE],
+             pa.array(order[positions])], schema=keyed.FOUND)
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
 
@@ -116,7 +116,8 @@ class SortedRunsEntries(KeyedEntries):
     ) -> tuple[dict[int, list[Run]], list[pa.Table]]:
         """Each group's runs after its change (a new run, then any merge), and the tables
         of the runs to write, which are named ``NEW`` with their index in those tables as
-        their batch (a new run merged away in the same commit is never written)."""
+        their batch and the row where they start once written end to end (``write_runs``;
+        a new run merged away in the same commit is never written)."""
         putting = [kg for kg, c in changes.items() if c.puts is not None and c.puts.num_rows]
         puts = [changes[kg].puts for kg in putting]
         new_runs: dict[int, pa.Table] = {}
@@ -133,21 +134,23 @@ class SortedRunsEntries(KeyedEntries):
             elif change.fired:
                 group.append(Run(None, 0, tuple(change.fired)))
         tables: list[pa.Table] = []
+        written = 0
         runs: dict[int, list[Run]] = {}
         for kg, items in self._merged(groups).items():
             runs[kg] = []
             for item in items:
                 run = run_of(item)
                 if isinstance(item, Loaded) and run.file == NEW:
-                    run = replace(run, batch=len(tables))
+                    run = replace(run, batch=len(tables), start=written)
                     tables.append(item.table)
+                    written += item.table.num_rows
                 runs[kg].append(run)
         return runs, tables
 
     def _merged(self, groups: Mapping[int, list[Loaded | Run]]) -> dict[int, list[Loaded | Run]]:
         """Each group with its newest runs merged into one where ``runs_to_merge`` says;
         the merges without fired timers all in one sort (``live_entries_of_groups``)."""
-        counts = {kg: runs_to_merge([run_of(g) for g in group], kg)
+        counts = {kg: runs_to_merge([run_of(g) for g in group])
                   for kg, group in groups.items()}
         plain = {
             kg: [g for g in group[-counts[kg] :] if isinstance(g, Loaded)][::-1]
@@ -214,7 +217,3 @@ def as_loaded(run: Run, table: pa.Table) -> Loaded:
     """A run not yet written, with its table."""
     return Loaded(run, table, table[HASH].to_numpy(), table[TIMER].to_numpy())
 
-
-def run_of(item: Loaded | Run) -> Run:
-    """The run of a group's item, mapped or not."""
-    return item.run if isinstance(item, Loaded) else item

@@ -1,10 +1,10 @@
 """The keyed layout in the embedded store: each key group's entries as sorted runs
 (``sorted_runs.py``) in immutable Arrow files under ``<namespace>.runs/<operator>/``, and
 one row per (operator, key group) in SQLite with the group's mark (the epoch), the rows it
-emitted and its list of runs (file and record batch).
+emitted and its list of runs (each a file and the rows of it that hold the run).
 
 A commit writes one file holding every new run of the instance's groups (each group's new
-entries, and any merge of its runs), then swaps the groups' rows in one transaction, each
+entries, and any merge of its runs) end to end, then swaps the groups' rows in one transaction, each
 skipped if its mark is already at the epoch: until that commit the file is named by no row,
 so a crash at any point leaves the last committed lists, and a replay writes a file of its
 own. After the commit, files no row names that an earlier epoch wrote are deleted: a file of

@@ -20,12 +20,15 @@ from engine.runtime.state.sorted_runs import (
     RUN_SCHEMA,
     Loaded,
     Run,
+    RunFile,
+    Span,
     entry_hashes,
     entry_order,
+    find,
     live_entries,
     live_entries_of_groups,
-    lookup,
     runs_to_merge,
+    write_runs,
 )
 
 
@@ -78,13 +81,19 @@ def _run_with_hashes(entries: list[tuple[int, int, str, str]]) -> Loaded:
     return Loaded(Run("f", len(entries)), table, table[HASH].to_numpy(), table["timer"].to_numpy())
 
 
+def _find(newest_first: list[Loaded | Run], wanted: pa.Table, hashes: np.ndarray):  # type: ignore[no-untyped-def]
+    """``find`` over one group (``hashes`` sorted)."""
+    return find([Span(newest_first, 0, len(hashes))], wanted["timer"].to_numpy(),
+                wanted["field"].combine_chunks(), hashes)
+
+
 def test_entries_whose_hashes_collide_are_told_apart_by_their_field() -> None:
     wanted = pa.table(
         {"timer": pa.array([5, 5, 5], pa.int64()), "field": pa.array(["a", "b", "c"], pa.string())}
     )
     # All three wanted entries and the stored ones share one hash: only the field tells.
     run = _run_with_hashes([(7, 5, "c", "vc"), (7, 5, "a", "va"), (7, 6, "b", "other timer")])
-    at, rows = lookup([run], wanted, np.full(3, 7, np.uint64))
+    at, rows = _find([run], wanted, np.full(3, 7, np.uint64))
     found = dict(zip(at.tolist(), rows["value"].to_pylist(), strict=True))
     assert found == {0: "va", 2: "vc"}
 
@@ -110,7 +119,7 @@ def test_newer_runs_win_and_fired_timers_hide_older_entries() -> None:
     wanted = pa.table(
         {"timer": pa.array([10, 20, 10], pa.int64()), "field": pa.array(["a", "b", "c"])}
     )
-    at, rows = lookup(newest_first, wanted, np.array([1, 2, 3], np.uint64))
+    at, rows = _find(newest_first, wanted, np.array([1, 2, 3], np.uint64))
     assert dict(zip(at.tolist(), rows["value"].to_pylist(), strict=True)) == {0: "new", 1: "old"}
     live = live_entries(newest_first)
     assert sorted(zip(live["field"].to_pylist(), live["value"].to_pylist(), strict=True)) == [
@@ -121,13 +130,73 @@ def test_newer_runs_win_and_fired_timers_hide_older_entries() -> None:
 
 
 def test_runs_merge_size_tiered() -> None:
-    # Key group 0 merges a run into the one before it while that one is at most as large.
-    assert runs_to_merge([Run("a", 1000), Run("b", 10)], 0) == 0
-    assert runs_to_merge([Run("a", 1000), Run("b", 10), Run("c", 10)], 0) == 2
-    assert runs_to_merge([Run("a", 1000), Run("b", 20), Run("c", 10), Run("d", 10)], 0) == 3
-    assert runs_to_merge([Run("a", 30), Run("b", 20), Run("c", 10), Run("d", 10)], 0) == 4
-    many = [Run(str(i), 1000 >> i) for i in range(11)]
-    assert runs_to_merge(many, 0) == 11
+    # Three runs of one size merge; runs of another size in between keep them apart.
+    assert runs_to_merge([Run("a", 1000), Run("b", 10), Run("c", 10)]) == 0
+    assert runs_to_merge([Run("a", 1000), Run("b", 10), Run("c", 12), Run("d", 10)]) == 3
+    assert runs_to_merge([Run("a", 10), Run("b", 100), Run("c", 10), Run("d", 10)]) == 0
+    assert runs_to_merge([Run("a", 10), Run("b", 10), Run("c", 25)]) == 0
+    # The merged run merges again with two runs of its size before it.
+    assert runs_to_merge([Run("a", 900), Run("b", 30), Run("c", 30), Run("d", 10),
+                          Run("e", 10), Run("f", 10)]) == 5
+    # A run of tombstones only fits any size.
+    assert runs_to_merge([Run("a", 10), Run(None, 0, fired=(5,)), Run("c", 10)]) == 3
+    many = [Run(str(i), 1000 >> i) for i in range(15)]
+    assert runs_to_merge(many) == 15
+
+
+def _written(path: str, tables: list[pa.Table]) -> list[Run]:
+    """Runs as a commit lists them after ``write_runs``: one batch, each from its start."""
+    write_runs(path, tables)
+    starts = np.cumsum([0] + [t.num_rows for t in tables]).tolist()
+    return [Run(path, t.num_rows, batch=i, start=starts[i]) for i, t in enumerate(tables)]
+
+
+def _sorted_run(entries: dict[tuple[int, str], str]) -> pa.Table:
+    puts = _puts(entries)
+    hashes = entry_hashes(puts["timer"], puts["field"])
+    order = np.argsort(hashes)
+    return pa.Table.from_arrays(
+        [pa.array(hashes[order]), *[puts[n].take(pa.array(order)) for n in puts.column_names]],
+        schema=RUN_SCHEMA)
+
+
+def test_groups_whose_runs_share_a_batch_are_found_together(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """One commit's runs of three groups are one record batch; an older run of group 0 is
+    in a file of its own, written as files were before (one record batch per run)."""
+    tables = [_sorted_run({(10, "a"): "new a", (10, "b"): "b0"}),
+              _sorted_run({(10, "a"): "a1"}),
+              _sorted_run({(20, "c"): "c2", (10, "a"): "a2"})]
+    newest = _written(str(tmp_path / "new"), tables)
+    older = _sorted_run({(10, "a"): "old a", (10, "z"): "z0"})
+    with pa.OSFile(str(tmp_path / "old"), "wb") as sink, pa.ipc.new_file(sink, RUN_SCHEMA) as w:
+        w.write_batch(_sorted_run({(1, "x"): "other run"}).to_batches()[0])
+        w.write_batch(older.to_batches()[0])
+    before = Run.from_json([str(tmp_path / "old"), 1, older.num_rows, []])  # as listed before
+    assert before.start is None
+    assert Run.from_json(newest[2].as_json()) == newest[2]
+    files = {path: RunFile(path) for path in (str(tmp_path / "new"), str(tmp_path / "old"))}
+    runs = {0: [before, newest[0]], 1: [newest[1]], 2: [newest[2]]}  # oldest first
+    loaded = {kg: [files[str(r.file)].loaded(r) for r in group] for kg, group in runs.items()}
+    assert loaded[0][1].in_batch()[0] is loaded[2][0].in_batch()[0]  # one batch
+    assert loaded[2][0].table.to_pylist() == tables[2].to_pylist()
+    wanted = {0: [(10, "a"), (10, "b"), (10, "z"), (10, "q")], 1: [(10, "a"), (10, "b")],
+              2: [(10, "a"), (20, "c"), (30, "c")]}
+    spans, timers, fields, hashes, keys = [], [], [], [], []
+    for kg, entries in wanted.items():
+        table = _wanted(kg, entries)
+        entry = entry_hashes(table["timer"], table["field"])
+        order = np.argsort(entry)
+        spans.append(Span(loaded[kg][::-1], len(hashes), len(hashes) + len(entries)))
+        hashes += entry[order].tolist()
+        keys += [(kg, *entries[i]) for i in order]
+        timers += [entries[i][0] for i in order]
+        fields += [entries[i][1] for i in order]
+    at, rows = find(spans, np.array(timers, np.int64), pa.array(fields),
+                    np.array(hashes, np.uint64))
+    found = {keys[i]: value for i, value in zip(at.tolist(), rows["value"].to_pylist(),
+                                                strict=True)}
+    assert found == {(0, 10, "a"): "new a", (0, 10, "b"): "b0", (0, 10, "z"): "z0",
+                     (1, 10, "a"): "a1", (2, 10, "a"): "a2", (2, 20, "c"): "c2"}
 
 
 @pytest.fixture

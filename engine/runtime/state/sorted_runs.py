@@ -321,10 +321,13 @@ def find(
     found_rows: list[pa.Table] = []
     for rank in range(max((len(span.runs) for span in spans), default=0)):
         batches: dict[int, tuple[Batch, list[tuple[Span, Loaded]]]] = {}
+        firing: list[tuple[Span, tuple[int, ...]]] = []  # hide older runs' entries after
         for span in spans:
             if rank >= len(span.runs) or not open_rows[span.first : span.end].any():
                 continue
             item = span.runs[rank]
+            if run_of(item).fired:
+                firing.append((span, run_of(item).fired))
             if isinstance(item, Loaded) and item.table.num_rows:
                 batch, start = item.in_batch()
                 where = np.searchsorted(item.hashes, hashes[span.first : span.end])
@@ -338,11 +341,9 @@ def find(
                 found_rows.append(pa.Table.from_arrays(
                     [pa.array(timers[hits]), keys, batch.values.take(pa.array(rows))],
                     schema=_FOUND))
-        for span in spans:
-            if rank < len(span.runs) and run_of(span.runs[rank]).fired:
-                fired = np.array(run_of(span.runs[rank]).fired, np.int64)
-                hidden = np.isin(timers[span.first : span.end], fired)
-                open_rows[span.first : span.end] &= ~hidden
+        for span, fired in firing:
+            hidden = np.isin(timers[span.first : span.end], np.array(fired, np.int64))
+            open_rows[span.first : span.end] &= ~hidden
     if not found_rows:
         return np.zeros(0, np.int64), _FOUND.empty_table()
     return np.concatenate(found_at), pa.concat_tables(found_rows)
@@ -367,9 +368,9 @@ def _confirmed(
     rows = at[wanted]
     same_hash = batch.hashes[rows] == hashes[wanted]
     wanted, rows = wanted[same_hash], rows[same_hash]
-    keys = batch.fields.take(pa.array(rows))
     if not len(wanted):
-        return wanted, rows, keys
+        return wanted, rows, batch.fields.slice(0, 0)
+    keys = batch.fields.take(pa.array(rows))
     same = batch.timers[rows] == timers[wanted]
     same &= np.asarray(
         pc.equal(keys, fields.take(pa.array(wanted))).to_numpy(zero_copy_only=False))

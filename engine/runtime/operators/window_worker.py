@@ -1,9 +1,13 @@
 """One VSN instance of a ``window_aggregate`` for one epoch, on the keyed layout.
 
-The instance reads the entries of the (key, window)s in its input and those of the windows
-the watermark closes (its groups' due timers), never whole key groups; it merges the input
-into what it read, emits the closed windows and writes back only the changed entries and
-the fired timers, each key group atomically with its mark and the rows it emitted.
+The instance reads the entries of the windows the watermark closes (its groups' due
+timers), never whole key groups, emits the closed windows and writes back only the changed
+entries and the fired timers, each key group atomically with its mark and the rows it
+emitted. On the stores that fold deltas (``KeyedEntries.folds``: the embedded and the Redis
+store) it puts its input's partials as deltas without reading the stored ones: the store
+folds an entry's versions (``folding``) when it merges runs and when the window fires, so
+an epoch costs its input, whatever the size of the state. Elsewhere it reads the entries
+of the (key, window)s in its input and merges the input into them first.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from engine.runtime.operators.window_spec import (
 )
 from engine.runtime.state import StateStore
 from engine.runtime.state.entries import check_types, decode, encode
-from engine.runtime.state.keyed import AT, FIELD, TIMER, VALUE, KeyedChanges
+from engine.runtime.state.keyed import AT, FIELD, TIMER, VALUE, Combine, KeyedChanges
 from engine.runtime.state.keyed import KG as ENTRY_KG
 
 
@@ -70,10 +74,11 @@ def process_window_instance(
         again = pc.is_in(partials[KG], pa.array(replayed, pa.int32()))
         partials = partials.filter(pc.invert(again))
     live = sorted(set(owned) - set(replayed))
-    closed = _closed(task, store, live)
-    merged = _merged(task, store, partials)
+    combine = folding(spec, task.state_schema) if store.folds(op) else None
+    closed = _closed(task, store, live, combine)
+    merged = _merged(task, store, partials, combine)
     changes = _changes(spec, merged, closed)
-    report.bytes_written += store.commit_entries(op, task.epoch, changes)
+    report.bytes_written += store.commit_entries(op, task.epoch, changes, combine)
     report.groups_written += len(changes)
     if closed is not None and closed.num_rows:
         outputs.append(closed.drop_columns([KG]))
@@ -108,20 +113,70 @@ def kg_rows(partials: pa.Table) -> dict[int, int]:
     return {int(kg): int(totals[kg]) for kg in np.flatnonzero(totals)}
 
 
-def _closed(task: Any, store: StateStore, live: list[int]) -> pa.Table | None:
+def folding(spec: WindowSpec, state_schema: pa.Schema) -> Combine:
+    """The ``Combine`` of the window's entries: the versions' partials decoded, merged per
+    entry (each partial's sum, min or max; nulls left out, as a sum or min of nulls only is
+    null) and encoded again."""
+    schema = pa.schema([state_schema.field(p.name) for p in spec.partials])
+    merges = [(p.name, p.merge) for p in spec.partials]
+
+    def combine(values: pa.Array, entry: np.ndarray) -> pa.Array:
+        decoded = decode(values, schema)
+        starts = np.flatnonzero(np.diff(entry, prepend=-1))
+        folded = [_folded(decoded[name], merge, entry, starts) for name, merge in merges]
+        return encode(pa.Table.from_arrays(folded, schema=schema), schema.names)
+
+    return combine
+
+
+_UFUNCS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
+
+
+def _folded(column: pa.Array, merge: str, entry: np.ndarray, starts: np.ndarray) -> pa.Array:
+    """``column``'s values merged per entry (``entry`` sorted, ``starts`` where each entry's
+    rows start): a NumPy ``reduceat`` for numbers, Arrow's grouped aggregate otherwise."""
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    kind = column.type
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        table = pa.table({merge: column, _ENTRY: pa.array(entry, pa.int64())})
+        grouped = table.group_by(_ENTRY, use_threads=False).aggregate([(merge, merge)])
+        return grouped.sort_by(_ENTRY)[f"{merge}_{merge}"].combine_chunks().cast(kind)
+    ufunc = _UFUNCS[merge]
+    if not column.null_count:
+        return pa.array(ufunc.reduceat(column.to_numpy(), starts), kind)
+    # Nulls are left out: filled with the merge's identity, and an entry of nulls only is null.
+    info = np.finfo if pa.types.is_floating(kind) else np.iinfo
+    identity = {"sum": 0, "min": info(kind.to_pandas_dtype()).max,
+                "max": info(kind.to_pandas_dtype()).min}[merge]
+    values = pc.fill_null(column, pa.scalar(identity, kind)).to_numpy()
+    valid = np.logical_or.reduceat(column.is_valid().to_numpy(zero_copy_only=False), starts)
+    return pa.array(ufunc.reduceat(values, starts), kind, mask=~valid)
+
+
+_ENTRY = "@entry"
+
+
+def _closed(
+    task: Any, store: StateStore, live: list[int], combine: Combine | None
+) -> pa.Table | None:
     """The partial rows of the windows the watermark closes (the groups' due timers)."""
     if task.watermark_us is None or not live:
         return None
-    due = store.fire_timers(task.spec.operator, live, task.watermark_us)
+    due = store.fire_timers(task.spec.operator, live, task.watermark_us, combine)
     return _as_partials(task, due) if due.num_rows else None
 
 
-def _merged(task: Any, store: StateStore, partials: pa.Table | None) -> pa.Table | None:
-    """The input's partials merged with the stored entries of the same (key, window)s."""
+def _merged(
+    task: Any, store: StateStore, partials: pa.Table | None, combine: Combine | None
+) -> pa.Table | None:
+    """The input's partials merged with the stored entries of the same (key, window)s; as
+    they are, to be put as deltas, with ``combine``."""
     if partials is None:
         return None
     spec: WindowSpec = task.spec
     fields = _field(spec, partials)
+    if combine is not None:
+        return partials.append_column(FIELD, fields)
     wanted = pa.table({ENTRY_KG: partials[KG], TIMER: partials[WINDOW_END], FIELD: fields})
     # Each stored entry answers one of the input's rows (``AT``): merged there, the keys
     # neither decoded nor encoded again, nor a group-by to find them.

@@ -8,13 +8,18 @@ A commit writes only what changed (entries put, timers fired with all their entr
 in the same atomic step per key group, the group's mark (the epoch) and the rows the epoch
 emitted: a replayed epoch finds the mark and re-emits those rows (``read_emitted``).
 
+An operator whose entries fold (a window's partial aggregates) may put them as deltas with
+a ``Combine`` on the stores that can (``folds``): the store folds an entry's versions into
+one when it merges them or fires its timer, so an epoch puts its input's partials without
+reading the stored ones first.
+
 The stores with a server or a file (SQLite, Redis) keep entries natively; this module's
 defaults keep a key group's entries in one whole-group table (the files store).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +40,11 @@ ENTRIES = pa.schema(
 FOUND = ENTRIES.append(pa.field(AT, pa.int64()))
 """What ``read_entries`` answers: entries, each with its row among the wanted (``AT``)."""
 _KEYED = "@keyed"
+
+Combine = Callable[[pa.Array, np.ndarray], pa.Array]
+"""Folds the versions of entries into one value each: (the versions' values, the entry
+each belongs to: 0, 1, ... in order) -> one value per entry. Commutative and associative,
+as a sum, a min or a max is: versions meet in any grouping and order."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +142,11 @@ class KeyedEntries:
 
     bytes_read = 0  # state bytes this process read from the store (for epoch metrics)
 
+    def folds(self, operator: str) -> bool:
+        """Whether ``operator``'s entries may be put as deltas with a ``Combine``
+        (``commit_entries`` and ``fire_timers`` given one): not in this layout."""
+        return False
+
     def marks(self, operator: str, key_groups: Iterable[int]) -> dict[int, int]:
         """The epoch of each group's last keyed commit (groups without one are left out)."""
         groups = self._whole(operator, key_groups)
@@ -143,8 +158,12 @@ class KeyedEntries:
         stored = self._all_entries(operator, set(wanted[KG].to_pylist()))
         return found_among(wanted, stored)
 
-    def fire_timers(self, operator: str, key_groups: Iterable[int], until: int) -> pa.Table:
-        """Every entry of the groups' timers at or before ``until``."""
+    def fire_timers(
+        self, operator: str, key_groups: Iterable[int], until: int, combine: Combine | None = None
+    ) -> pa.Table:
+        """Every entry of the groups' timers at or before ``until`` (its versions folded by
+        ``combine``, where the layout ``folds``)."""
+        refuse_folding(self, operator, combine)
         stored = self._all_entries(operator, set(key_groups))
         return stored.filter(pc.less_equal(stored[TIMER], until))
 
@@ -158,9 +177,18 @@ class KeyedEntries:
                 found[kg] = ipc_table(data)
         return found
 
-    def commit_entries(self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges]) -> int:
+    def commit_entries(
+        self,
+        operator: str,
+        epoch: int,
+        changes: Mapping[int, KeyedChanges],
+        combine: Combine | None = None,
+    ) -> int:
         """Applies each group's changes with its mark, atomically per group, skipping
-        groups whose mark is already ``epoch`` or later. Returns the bytes written."""
+        groups whose mark is already ``epoch`` or later. Returns the bytes written. With
+        ``combine`` (where the layout ``folds``), the puts are deltas: each folds into the
+        entry's stored value instead of replacing it."""
+        refuse_folding(self, operator, combine)
         groups = self._whole(operator, changes)
         tables: dict[int, pa.Table | None] = {}
         for kg, change in changes.items():
@@ -187,6 +215,12 @@ class KeyedEntries:
                 )
             )
         return pa.concat_tables(parts) if parts else no_entries()
+
+
+def refuse_folding(entries: KeyedEntries, operator: str, combine: Combine | None) -> None:
+    """Raises if ``combine`` is given to a layout that does not fold ``operator``'s entries."""
+    if combine is not None and not entries.folds(operator):
+        raise ValueError(f"the state of {operator!r} is in a layout that cannot fold deltas")
 
 
 _WHOLE = pa.schema([(TIMER, pa.int64()), (FIELD, pa.string()), (VALUE, pa.binary())])

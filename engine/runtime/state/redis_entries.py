@@ -22,7 +22,15 @@ import pyarrow as pa
 import redis
 
 from engine.runtime.state import keyed
-from engine.runtime.state.keyed import FIELD, TIMER, VALUE, KeyedChanges, KeyedEntries
+from engine.runtime.state.keyed import (
+    FIELD,
+    TIMER,
+    VALUE,
+    Combine,
+    KeyedChanges,
+    KeyedEntries,
+    refuse_folding,
+)
 
 # KEYS: mark, timers, groups set. ARGV: epoch, emitted, kg, timer-hash prefix, number of
 # fired timers, the fired timers, then per timer put: timer, n, n field/value pairs.
@@ -94,8 +102,11 @@ class RedisEntriesLayout(KeyedEntries):
         found = keyed.entries_table(kgs, timers, fields, values)
         return self._counted(keyed.found_among(wanted, found))
 
-    def fire_timers(self, operator: str, key_groups: Iterable[int], until: int) -> pa.Table:
+    def fire_timers(
+        self, operator: str, key_groups: Iterable[int], until: int, combine: Combine | None = None
+    ) -> pa.Table:
         """The due timers from each group's index, then their entries."""
+        refuse_folding(self, operator, combine)
         groups = sorted(set(key_groups))
         pipe = self._redis.pipeline(transaction=False)
         for kg in groups:
@@ -120,9 +131,16 @@ class RedisEntriesLayout(KeyedEntries):
         self.bytes_read += size
         return found
 
-    def commit_entries(self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges]) -> int:
+    def commit_entries(
+        self,
+        operator: str,
+        epoch: int,
+        changes: Mapping[int, KeyedChanges],
+        combine: Combine | None = None,
+    ) -> int:
         """One script per group, all in one round trip and one transaction (one sync of the
         append-only file, see ``redis_keyed``); returns the bytes applied."""
+        refuse_folding(self, operator, combine)
         if self._commit is None:
             self._commit = self._redis.register_script(_COMMIT)
         pipe = self._redis.pipeline(transaction=True)

@@ -42,7 +42,7 @@ import redis
 
 from engine.runtime.errors import StreamRuntimeError
 from engine.runtime.state import keyed
-from engine.runtime.state.keyed import FIELD, TIMER, VALUE, KeyedChanges
+from engine.runtime.state.keyed import FIELD, TIMER, VALUE, Combine, KeyedChanges
 from engine.runtime.state.redis_entries import (
     RedisEntriesLayout,
     emitted_rows,
@@ -138,17 +138,22 @@ class RedisKeyedEntries(SortedRunsEntries):
             return old.marks(operator, key_groups)
         return super().marks(operator, key_groups)
 
+    def folds(self, operator: str) -> bool:
+        return self._old_layout(operator) is None
+
     def read_entries(self, operator: str, wanted: pa.Table) -> pa.Table:
         old = self._old_layout(operator)
         if old is not None:
             return self._counted_from(old, old.read_entries(operator, wanted))
         return super().read_entries(operator, wanted)
 
-    def fire_timers(self, operator: str, key_groups: Iterable[int], until: int) -> pa.Table:
+    def fire_timers(
+        self, operator: str, key_groups: Iterable[int], until: int, combine: Combine | None = None
+    ) -> pa.Table:
         old = self._old_layout(operator)
         if old is not None:
-            return self._counted_from(old, old.fire_timers(operator, key_groups, until))
-        return super().fire_timers(operator, key_groups, until)
+            return self._counted_from(old, old.fire_timers(operator, key_groups, until, combine))
+        return super().fire_timers(operator, key_groups, until, combine)
 
     def read_emitted(self, operator: str, key_groups: Iterable[int]) -> dict[int, pa.Table]:
         """The rows each group's last commit emitted."""
@@ -160,17 +165,23 @@ class RedisKeyedEntries(SortedRunsEntries):
         self.bytes_read += size
         return found
 
-    def commit_entries(self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges]) -> int:
+    def commit_entries(
+        self,
+        operator: str,
+        epoch: int,
+        changes: Mapping[int, KeyedChanges],
+        combine: Combine | None = None,
+    ) -> int:
         """Each group's new runs and row in one script per group, all in one round trip;
         returns the bytes applied. The new runs are cached first, in one file as the
         embedded store writes them (``sqlite_keyed.py``): the next epoch maps them without
         asking Redis for them."""
         old = self._old_layout(operator)
         if old is not None:
-            return old.commit_entries(operator, epoch, changes)
+            return old.commit_entries(operator, epoch, changes, combine)
         if not changes:
             return 0
-        before, live, runs, tables = self._planned(operator, epoch, changes)
+        before, live, runs, tables = self._planned(operator, epoch, changes, combine)
         name = f"e{epoch}-{uuid.uuid4().hex}"
         if tables:
             path = os.path.join(self._cache_dir(operator), name)

@@ -14,7 +14,7 @@ import pyarrow as pa
 import redis
 
 from engine.runtime.state.base import GroupState, StateStore, table_from_bytes, table_to_bytes
-from engine.runtime.state.keyed import KeyedChanges
+from engine.runtime.state.keyed import Combine, KeyedChanges
 from engine.runtime.state.redis_durability import durability_of, wait_durable
 from engine.runtime.state.redis_keyed import RedisKeyedEntries, runs_cache
 
@@ -94,9 +94,15 @@ class RedisStateStore(RedisKeyedEntries, StateStore):
         applied = replies[: len(writes)]
         return sum(len(data) for data, done in zip(writes.values(), applied, strict=True) if done)
 
-    def commit_entries(self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges]) -> int:
+    def commit_entries(
+        self,
+        operator: str,
+        epoch: int,
+        changes: Mapping[int, KeyedChanges],
+        combine: Combine | None = None,
+    ) -> int:
         """The keyed layout's commit, durable before it returns (as every state write)."""
-        applied = super().commit_entries(operator, epoch, changes)
+        applied = super().commit_entries(operator, epoch, changes, combine)
         wait_durable(self._redis, self._durability)
         return applied
 

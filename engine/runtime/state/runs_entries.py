@@ -20,7 +20,15 @@ import numpy as np
 import pyarrow as pa
 
 from engine.runtime.state import keyed
-from engine.runtime.state.keyed import FIELD, KG, TIMER, VALUE, KeyedChanges, KeyedEntries
+from engine.runtime.state.keyed import (
+    FIELD,
+    KG,
+    TIMER,
+    VALUE,
+    Combine,
+    KeyedChanges,
+    KeyedEntries,
+)
 from engine.runtime.state.sorted_runs import (
     HASH,
     Loaded,
@@ -61,6 +69,10 @@ class SortedRunsEntries(KeyedEntries):
         """The groups' runs, mapped, oldest first."""
         raise NotImplementedError
 
+    def folds(self, operator: str) -> bool:
+        """Runs may hold deltas (``Run.delta``)."""
+        return True
+
     def marks(self, operator: str, key_groups: Iterable[int]) -> dict[int, int]:
         """Each group's mark."""
         return {kg: row.epoch for kg, row in self._rows(operator, key_groups).items()}
@@ -90,11 +102,14 @@ class SortedRunsEntries(KeyedEntries):
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
 
-    def fire_timers(self, operator: str, key_groups: Iterable[int], until: int) -> pa.Table:
-        """The due entries: each run's timers <= ``until``, newest version of each."""
+    def fire_timers(
+        self, operator: str, key_groups: Iterable[int], until: int, combine: Combine | None = None
+    ) -> pa.Table:
+        """The due entries: each run's timers <= ``until``, newest version of each (with
+        ``combine``, its versions folded)."""
         parts = []
         for kg, runs in sorted(self._open(operator, self._rows(operator, key_groups)).items()):
-            due = live_entries(runs[::-1], until)
+            due = live_entries(runs[::-1], until, combine)
             if due.num_rows:
                 parts.append(entries_of(kg, due))
         found = pa.concat_tables(parts) if parts else keyed.no_entries()
@@ -102,22 +117,31 @@ class SortedRunsEntries(KeyedEntries):
         return found
 
     def _planned(
-        self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges]
+        self,
+        operator: str,
+        epoch: int,
+        changes: Mapping[int, KeyedChanges],
+        combine: Combine | None = None,
     ) -> tuple[dict[int, GroupRow], dict[int, KeyedChanges], dict[int, list[Run]], list[pa.Table]]:
         """A commit's plan: the groups' rows before it, the changes of the groups whose
         mark is before ``epoch`` (a replay skips the others), and ``_next_runs`` of those."""
         before = self._rows(operator, changes)
         live = {kg: c for kg, c in changes.items() if kg not in before or before[kg].epoch < epoch}
-        runs, tables = self._next_runs(operator, before, live)
+        runs, tables = self._next_runs(operator, before, live, combine)
         return before, live, runs, tables
 
     def _next_runs(
-        self, operator: str, before: Mapping[int, GroupRow], changes: Mapping[int, KeyedChanges]
+        self,
+        operator: str,
+        before: Mapping[int, GroupRow],
+        changes: Mapping[int, KeyedChanges],
+        combine: Combine | None = None,
     ) -> tuple[dict[int, list[Run]], list[pa.Table]]:
         """Each group's runs after its change (a new run, then any merge), and the tables
         of the runs to write, which are named ``NEW`` with their index in those tables as
         their batch and the row where they start once written end to end (``write_runs``;
-        a new run merged away in the same commit is never written)."""
+        a new run merged away in the same commit is never written). With ``combine``, the
+        puts are deltas: a new run over older entries is a run of deltas."""
         putting = [kg for kg, c in changes.items() if c.puts is not None and c.puts.num_rows]
         puts = [changes[kg].puts for kg in putting]
         new_runs: dict[int, pa.Table] = {}
@@ -130,13 +154,15 @@ class SortedRunsEntries(KeyedEntries):
             group = groups[kg] = list(loaded.get(kg, ()))
             if kg in new_runs:
                 table = new_runs[kg]
-                group.append(as_loaded(Run(NEW, table.num_rows, tuple(change.fired)), table))
+                delta = combine is not None and _holds_entries(group)
+                group.append(
+                    as_loaded(Run(NEW, table.num_rows, tuple(change.fired), delta=delta), table))
             elif change.fired:
                 group.append(Run(None, 0, tuple(change.fired)))
         tables: list[pa.Table] = []
         written = 0
         runs: dict[int, list[Run]] = {}
-        for kg, items in self._merged(groups).items():
+        for kg, items in self._merged(groups, combine).items():
             runs[kg] = []
             for item in items:
                 run = run_of(item)
@@ -147,24 +173,31 @@ class SortedRunsEntries(KeyedEntries):
                 runs[kg].append(run)
         return runs, tables
 
-    def _merged(self, groups: Mapping[int, list[Loaded | Run]]) -> dict[int, list[Loaded | Run]]:
+    def _merged(
+        self, groups: Mapping[int, list[Loaded | Run]], combine: Combine | None = None
+    ) -> dict[int, list[Loaded | Run]]:
         """Each group with its newest runs merged into one where ``runs_to_merge`` says;
-        the merges without fired timers all in one sort (``live_entries_of_groups``)."""
-        counts = {kg: runs_to_merge([run_of(g) for g in group])
-                  for kg, group in groups.items()}
+        the merges without fired timers all in one sort (``live_entries_of_groups``).
+        With ``combine``, a merge that takes in a run of whole values goes down to the
+        group's oldest run, so that a merged run holds deltas only or whole values only."""
+        counts = {kg: _merge_count(group, combine) for kg, group in groups.items()}
         plain = {
             kg: [g for g in group[-counts[kg] :] if isinstance(g, Loaded)][::-1]
             for kg, group in groups.items()
             if counts[kg] and not any(run_of(g).fired for g in group[-counts[kg] :])
         }
-        together = live_entries_of_groups(plain) if plain else {}
+        together = live_entries_of_groups(plain, combine) if plain else {}
         return {
-            kg: self._merged_group(group, counts[kg], together.get(kg))
+            kg: self._merged_group(group, counts[kg], together.get(kg), combine)
             for kg, group in groups.items()
         }
 
     def _merged_group(
-        self, group: list[Loaded | Run], count: int, merged: pa.Table | None
+        self,
+        group: list[Loaded | Run],
+        count: int,
+        merged: pa.Table | None,
+        combine: Combine | None = None,
     ) -> list[Loaded | Run]:
         """``group`` with its ``count`` newest runs merged into one (``merged``: their live
         entries, if already found)."""
@@ -173,16 +206,35 @@ class SortedRunsEntries(KeyedEntries):
         merging = group[-count:]
         self.bytes_read += sum(g.table.nbytes for g in merging if isinstance(g, Loaded))
         if merged is None:
-            merged = live_entries(merging[::-1])
+            merged = live_entries(merging[::-1], combine=combine)
         fired: tuple[int, ...] = ()
         if count < len(group):  # older runs remain: the merged run still hides their timers
             fired = tuple(sorted({t for g in merging for t in run_of(g).fired}))
         kept = group[:-count]
         if merged.num_rows:
-            kept.append(as_loaded(Run(NEW, merged.num_rows, fired), merged))
+            delta = combine is not None and _holds_entries(kept)
+            kept.append(as_loaded(Run(NEW, merged.num_rows, fired, delta=delta), merged))
         elif fired:
             kept.append(Run(None, 0, fired))
         return kept
+
+
+def _merge_count(group: Sequence[Loaded | Run], combine: Combine | None) -> int:
+    """``runs_to_merge`` of the group; with ``combine``, all of its runs if those merging
+    take in a run of whole values over older entries (a merged run must be all deltas, or
+    all whole values: the runs a group kept from before its operator put deltas)."""
+    runs = [run_of(g) for g in group]
+    count = runs_to_merge(runs)
+    if combine is not None and count and any(
+        run.rows and not run.delta for run in runs[-count:]
+    ) and _holds_entries(group[:-count]):
+        return len(group)
+    return count
+
+
+def _holds_entries(group: Sequence[Loaded | Run]) -> bool:
+    """Whether any of the runs holds entries (not only fired timers)."""
+    return any(run_of(g).rows for g in group)
 
 
 @lru_cache(maxsize=8192)

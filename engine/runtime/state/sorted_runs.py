@@ -13,6 +13,11 @@ over its life instead of with every epoch that touches its group.
 
 Hashes only order and find entries; a match is confirmed on (timer, field), and entries
 whose hashes collide are told apart by the field itself.
+
+A run may hold deltas (``Run.delta``: a window's partial aggregates, put without reading
+the stored ones): an entry's value is then its versions folded (``keyed.Combine``), newest
+first down to its newest version in a run of whole values. Merges and fired timers fold
+them (``live_entries``); a lookup (``find``) reads whole values only.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.runtime.state.keyed import FIELD, TIMER, VALUE
+from engine.runtime.errors import StreamRuntimeError
+from engine.runtime.state.keyed import FIELD, TIMER, VALUE, Combine
 
 HASH = "h"
 RUN_SCHEMA = pa.schema(
@@ -56,23 +62,29 @@ class Run:
     and the timers fired when it was written. A commit writes its runs end to end as its
     file's one record batch, the run from row ``start``; a run with no ``start`` is record
     batch ``batch`` whole (files written before, and a run fetched into a file of its own).
-    ``batch`` numbers the file's runs either way."""
+    ``batch`` numbers the file's runs either way. A ``delta`` run's entries fold into their
+    versions in older runs; the others hold whole values."""
 
     file: str | None
     rows: int
     fired: tuple[int, ...] = ()
     batch: int = 0
     start: int | None = None
+    delta: bool = False
 
     def as_json(self) -> list[object]:
         listed: list[object] = [self.file, self.batch, self.rows, list(self.fired)]
+        if self.delta:
+            return [*listed, self.start, 1]
         return listed if self.start is None else [*listed, self.start]
 
     @staticmethod
     def from_json(data: list[Any]) -> Run:
-        name, batch, rows, fired, *start = data
+        name, batch, rows, fired, *rest = data
+        start = rest[0] if rest else None
         return Run(file=name, rows=int(rows), fired=tuple(fired), batch=int(batch),
-                   start=int(start[0]) if start else None)
+                   start=None if start is None else int(start),
+                   delta=len(rest) > 1 and bool(rest[1]))
 
 
 @dataclass(frozen=True)
@@ -326,6 +338,9 @@ def find(
             if rank >= len(span.runs) or not open_rows[span.first : span.end].any():
                 continue
             item = span.runs[rank]
+            if run_of(item).delta:
+                raise StreamRuntimeError("a lookup reads whole values, and this key group's "
+                                         "runs hold deltas (read them with fire_timers)")
             if run_of(item).fired:
                 firing.append((span, run_of(item).fired))
             if isinstance(item, Loaded) and item.table.num_rows:
@@ -396,10 +411,14 @@ def _scan_equal_hash(batch: Batch, first: int, end: int, timer: int, name: str) 
     return None
 
 
-def live_entries(runs: Sequence[Loaded | Run], until: int | None = None) -> pa.Table:
+def live_entries(
+    runs: Sequence[Loaded | Run], until: int | None = None, combine: Combine | None = None
+) -> pa.Table:
     """The entries ``runs`` (newest first) hold, each (timer, field) once from its newest
-    run, none hidden by a newer run's fired timers; with ``until``, only timers <= it.
+    run, none hidden by a newer run's fired timers; with ``until``, only timers <= it; with
+    ``combine``, each entry's versions folded, newest first down to its newest whole value.
     Sorted by hash, as a run."""
+    _refuse_deltas(runs, combine)
     parts = []
     hidden: set[int] = set()
     for rank, loaded in enumerate(runs):
@@ -426,15 +445,20 @@ def live_entries(runs: Sequence[Loaded | Run], until: int | None = None) -> pa.T
         return RUN_SCHEMA.empty_table()
     table = pa.concat_tables(parts)
     if len(parts) > 1:
-        table = _newest_of_each(table)
+        whole = np.array([not run_of(r).delta for r in runs])
+        table = _newest_of_each(table, combine, whole)
     return table.drop_columns(["rank"])
 
 
-def live_entries_of_groups(groups: Mapping[int, Sequence[Loaded]]) -> dict[int, pa.Table]:
+def live_entries_of_groups(
+    groups: Mapping[int, Sequence[Loaded]], combine: Combine | None = None
+) -> dict[int, pa.Table]:
     """``live_entries`` of several key groups' runs (each group's newest first, none with
     fired timers), in one sort over all of them: a commit merges most of its groups' runs,
     and one sort per group cost more in calls than in rows. Exact per group, as
     ``live_entries``, should different entries of a group share a hash."""
+    for runs in groups.values():
+        _refuse_deltas(runs, combine)
     loaded = [(kg, run) for kg in sorted(groups) for run in groups[kg] if run.table.num_rows]
     if not loaded:
         return {kg: RUN_SCHEMA.empty_table() for kg in groups}
@@ -455,9 +479,14 @@ def live_entries_of_groups(groups: Mapping[int, Sequence[Loaded]]) -> dict[int, 
             pc.equal(fields.take(repeat + 1), fields.take(repeat)).to_numpy(zero_copy_only=False)
         )
         if not same.all():  # different entries of a group share a hash: rare
-            return {kg: live_entries(runs) for kg, runs in groups.items()}
+            return {kg: live_entries(runs, combine=combine) for kg, runs in groups.items()}
         first[repeat + 1] = False
-    table, kgs = table.filter(first), kgs[first]
+    if combine is None:
+        table = table.filter(first)
+    else:
+        whole = np.repeat([not run.run.delta for _, run in loaded], sizes)[order]
+        table = _folded(table, first, whole, combine)
+    kgs = kgs[first]
     wanted = np.array(list(groups), np.int64)
     starts = np.searchsorted(kgs, wanted, side="left")
     ends = np.searchsorted(kgs, wanted, side="right")
@@ -467,9 +496,13 @@ def live_entries_of_groups(groups: Mapping[int, Sequence[Loaded]]) -> dict[int, 
     }
 
 
-def _newest_of_each(table: pa.Table) -> pa.Table:
+def _newest_of_each(
+    table: pa.Table, combine: Combine | None = None, whole: np.ndarray | None = None
+) -> pa.Table:
     """Rows sorted by hash, each (timer, field) once, from its lowest rank: a NumPy sort on
-    (hash, rank); only where different entries share a hash, a sort on the entries too."""
+    (hash, rank); only where different entries share a hash, a sort on the entries too.
+    With ``combine``, its versions folded down to its newest whole one (``whole``: whether
+    each rank's run holds whole values)."""
     hashes = one_chunk(table[HASH]).to_numpy()
     ranks = one_chunk(table["rank"]).to_numpy()
     order = np.lexsort((ranks, hashes))
@@ -487,7 +520,36 @@ def _newest_of_each(table: pa.Table) -> pa.Table:
         if not same_entry.all():  # different entries share a hash: rare
             keys = [(HASH, "ascending"), (TIMER, "ascending"), (FIELD, "ascending")]
             table = table.take(pc.sort_indices(table, [*keys, ("rank", "ascending")]))
-    return table.filter(_first_of_each(table))
+    first = _first_of_each(table)
+    if combine is None or whole is None:
+        return table.filter(first)
+    return _folded(table, first, whole[one_chunk(table["rank"]).to_numpy()], combine)
+
+
+def _folded(table: pa.Table, first: np.ndarray, whole: np.ndarray, combine: Combine) -> pa.Table:
+    """One row per entry, whose versions are the rows from one ``first`` to the next,
+    newest first: its value the versions' values folded by ``combine``, down to its newest
+    version that is a whole value (``whole``; the older ones are in that one already)."""
+    entry = np.cumsum(first) - 1
+    wholes_before = np.cumsum(whole) - whole
+    keep = wholes_before == wholes_before[np.flatnonzero(first)][entry]
+    out = table.filter(pa.array(first))
+    several = np.bincount(entry[keep], minlength=out.num_rows) > 1
+    if not several.any():
+        return out
+    rows = np.flatnonzero(keep & several[entry])
+    which = (np.cumsum(several) - 1)[entry[rows]]
+    folded = combine(one_chunk(table[VALUE]).take(pa.array(rows)), which)
+    values = pc.replace_with_mask(one_chunk(out[VALUE]), pa.array(several),
+                                  one_chunk(folded).cast(out.schema.field(VALUE).type))
+    return out.set_column(out.schema.get_field_index(VALUE), VALUE, values)
+
+
+def _refuse_deltas(runs: Sequence[Loaded | Run], combine: Combine | None) -> None:
+    """Runs of deltas read without their ``Combine`` would lose the older versions."""
+    if combine is None and any(run_of(r).delta and run_of(r).rows for r in runs):
+        raise StreamRuntimeError("this key group's runs hold deltas, and no combine was given "
+                                 "to fold them")
 
 
 def _first_of_each(table: pa.Table) -> np.ndarray:

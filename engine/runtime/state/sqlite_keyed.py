@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from engine.runtime.errors import StreamRuntimeError
 from engine.runtime.state import keyed
-from engine.runtime.state.keyed import KeyedChanges
+from engine.runtime.state.keyed import Combine, KeyedChanges
 from engine.runtime.state.runs_entries import (
     NEW,
     GroupRow,
@@ -78,12 +78,18 @@ class SqliteKeyedEntries(SortedRunsEntries):
                 found[int(kg)] = keyed.ipc_table(emitted)
         return found
 
-    def commit_entries(self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges]) -> int:
+    def commit_entries(
+        self,
+        operator: str,
+        epoch: int,
+        changes: Mapping[int, KeyedChanges],
+        combine: Combine | None = None,
+    ) -> int:
         """The epoch's new runs (and merges) written to one file first, then every group's
         row in one transaction, then the files no row names any more deleted."""
         if not changes:
             return 0
-        before, live, runs, tables = self._planned(operator, epoch, changes)
+        before, live, runs, tables = self._planned(operator, epoch, changes, combine)
         name = f"e{epoch}-{uuid.uuid4().hex}.arrow"
         written = (
             write_runs(os.path.join(self._operator_dir(operator), name), tables) if tables else 0

@@ -157,9 +157,9 @@ def test_fused_operators_are_measured_as_their_region(spark, tmp_path):
         assert last["operators"][op]["region"] == "events+views"
     assert last["operators"]["counts"]["region"] is None  # a keyed operator times itself
     assert len(last["operators"]["counts"]["busy_ms"]) == 1
-    # The embedded store keeps a window's key groups whole: what the instance reads of them
-    # is counted as it is on the keyed layout (nothing before the first epoch wrote state).
+    # The window puts its input as deltas: what the instance reads of its state (runs it
+    # merges, windows it fires) is counted (nothing before the first epoch wrote state).
     reads = [e["operators"]["counts"]["state_bytes_read"] for e in publisher.epochs]
-    assert reads[0] == 0 and all(r > 0 for r in reads[1:]), reads
+    assert reads[0] == 0 and any(r > 0 for r in reads[1:]), reads
     source = last["sources"]["events"]
     assert source["consumed"] == 5000 and source["unit"] == "rows"

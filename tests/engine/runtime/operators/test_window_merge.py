@@ -196,3 +196,55 @@ def test_keyed_entries_merge_as_whole_groups_do_with_nulls_on_both_stores(tmp_pa
     assert any(emitted["groups"]) and any(r["lo"] is None for e in emitted["groups"] for r in e)
     assert emitted["memory"] == emitted["groups"]
     assert emitted["sqlite"] == emitted["groups"]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_stores_that_fold_take_the_input_as_deltas_and_emit_as_whole_groups_do(
+    kind, tmp_path, redis_url, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """On the embedded and the Redis store the instance puts its input's partials without
+    reading the stored entries (a lookup would fail here), and over 30 random epochs, with
+    the merges they cause, it emits what whole groups emit, null partials included."""
+    import random
+    import uuid
+
+    from engine.runtime.state import StoreSpec, open_store
+    from engine.runtime.state.runs_entries import SortedRunsEntries
+
+    def no_lookup(*_: object) -> None:
+        raise AssertionError("the instance read the stored entries")
+
+    monkeypatch.setattr(SortedRunsEntries, "read_entries", no_lookup)
+    location = str(tmp_path) if kind == "sqlite" else redis_url
+    folding = open_store(StoreSpec(kind, location, f"fold-{uuid.uuid4().hex[:8]}"))
+    if kind == "redis":
+        folding.cache_root = str(tmp_path / "cache")
+    groups = MemoryStateStore()
+    rng = random.Random(5)
+    emitted: dict[str, list] = {"groups": [], "folding": []}  # type: ignore[type-arg]
+    deltas = 0  # runs of deltas the groups held after each epoch
+    try:
+        for epoch in range(30):
+            events = [(rng.randrange(300), epoch / 3 + rng.random(),
+                       rng.choice([None, None, -3, 0, 7, 12])) for _ in range(rng.randrange(80))]
+            rows = pa.table({
+                KG: pa.array([k % 4 for k, _, _ in events], pa.int32()),
+                "k": pa.array([k for k, _, _ in events], pa.int64()),
+                "v": pa.array([v for _, _, v in events], pa.int64()),
+                TIME_US: pa.array([int(t * S) for _, t, _ in events], pa.int64()),
+            })
+            watermark = int((epoch / 3 - 1) * S) if epoch else None
+            for name, process, store in (("groups", process_group_instance, groups),
+                                         ("folding", process_window_instance, folding)):
+                task = window_task(NULLABLE, INPUT, epoch, owners=(0, 0, 0, 0),
+                                   watermark_us=watermark)
+                out = process(task, InstanceReport(instance=0), rows if events else None, store)
+                found = [] if out is None else out.to_pylist()
+                emitted[name].append(sorted(found, key=lambda r: (r["k"], r["window_start"])))
+            rows_now = folding._rows("agg", range(4)).values()
+            deltas += sum(run.delta for row in rows_now for run in row.runs)
+    finally:
+        folding.clear()
+    assert deltas > 30 and sum(map(len, emitted["groups"])) > 100
+    assert any(r["lo"] is None for e in emitted["groups"] for r in e)
+    assert emitted["folding"] == emitted["groups"]

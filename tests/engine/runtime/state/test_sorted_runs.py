@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.runtime.errors import StreamRuntimeError
 from engine.runtime.state import StoreSpec, open_store, sqlite_keyed
 from engine.runtime.state.keyed import KeyedChanges
 from engine.runtime.state.sorted_runs import (
@@ -436,3 +437,111 @@ def test_an_operator_whose_windows_are_whole_groups_keeps_that_layout(store) -> 
     assert store.keyed_windows_for("other")
     store.delete_group("counts", 3)
     assert store.keyed_windows_for("counts")
+
+
+def _sums(values: pa.Array, entry: np.ndarray) -> pa.Array:
+    """A ``Combine`` of decimal counts: each entry's versions summed."""
+    totals = np.zeros(int(entry.max()) + 1, np.int64)
+    np.add.at(totals, entry, np.array(values.to_pylist(), np.int64))
+    return pa.array([str(t) for t in totals.tolist()], pa.string())
+
+
+def test_deltas_fold_down_to_the_newest_whole_value_and_fired_timers_hide_older() -> None:
+    whole = _run_with_hashes([(1, 10, "a", "100"), (2, 10, "b", "7"), (3, 20, "c", "5")])
+    older = _run_with_hashes([(1, 10, "a", "1000"), (4, 20, "d", "9")])  # under ``whole``
+    first = _run_with_hashes([(1, 10, "a", "1"), (3, 20, "c", "2")])
+    second = _run_with_hashes([(1, 10, "a", "10"), (2, 10, "b", "3")])
+    for run in (first, second):
+        run.run = Run("d", run.run.rows, delta=True)
+    newest_first = [second, first, whole, older]
+    live = live_entries(newest_first, combine=_sums)
+    assert dict(zip(live["field"].to_pylist(), live["value"].to_pylist(), strict=True)) == {
+        "a": "111", "b": "10", "c": "7", "d": "9"}
+    assert live["h"].to_pylist() == sorted(live["h"].to_pylist())
+    together = live_entries_of_groups({0: newest_first, 1: [second, first]}, combine=_sums)
+    assert together[0].to_pylist() == live.to_pylist()
+    assert dict(zip(together[1]["field"].to_pylist(), together[1]["value"].to_pylist(),
+                    strict=True)) == {"a": "11", "b": "3", "c": "2"}
+    fired = Run(None, 0, fired=(10,))  # window 10 fired after ``whole``, before ``second``
+    due = live_entries([second, fired, first, whole], until=15, combine=_sums)
+    assert dict(zip(due["field"].to_pylist(), due["value"].to_pylist(), strict=True)) == {
+        "a": "10", "b": "3"}
+
+
+def test_deltas_are_never_read_as_whole_values() -> None:
+    delta = _run_with_hashes([(1, 10, "a", "1")])
+    delta.run = Run("d", 1, delta=True)
+    with pytest.raises(StreamRuntimeError, match="no combine"):
+        live_entries([delta, _run_with_hashes([(1, 10, "a", "5")])])
+    wanted = pa.table({"timer": pa.array([10], pa.int64()), "field": pa.array(["a"])})
+    with pytest.raises(StreamRuntimeError, match="lookup reads whole values"):
+        _find([delta], wanted, np.array([1], np.uint64))
+    assert Run.from_json(Run("f", 3, (10,), 2, None, delta=True).as_json()) == Run(
+        "f", 3, (10,), 2, None, delta=True)
+    assert Run.from_json(Run("f", 3, (10,), 2, 40).as_json()) == Run("f", 3, (10,), 2, 40)
+
+
+_DELTA_OPS = st.lists(
+    st.tuples(
+        st.integers(0, 2),  # key group
+        st.dictionaries(
+            st.tuples(st.sampled_from([10, 20, 30]), st.sampled_from(["a", "b", "c", "d", ""])),
+            st.integers(1, 9),
+            max_size=6,
+        ),
+        st.sets(st.sampled_from([10, 20, 30]), max_size=1),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=_DELTA_OPS, whole_first=st.integers(0, 8))
+def test_deltas_after_any_commits_fold_like_a_map_of_sums(runs_store, ops, whole_first) -> None:  # type: ignore[no-untyped-def]
+    """The first ``whole_first`` commits put whole values (state kept from before its
+    operator put deltas), the others deltas; with the merges they cause, due timers read
+    like a dict of sums. A group's runs that hold deltas refuse a lookup."""
+    store = runs_store
+    store.clear()
+    model: dict[int, dict[tuple[int, str], int]] = {0: {}, 1: {}, 2: {}}
+    for epoch, (kg, puts, fired) in enumerate(ops):
+        change = KeyedChanges(puts=_puts({k: str(v) for k, v in puts.items()}) if puts else None,
+                              fired=tuple(sorted(fired)))
+        deltas = epoch >= whole_first
+        store.commit_entries("op", epoch, {kg: change}, _sums if deltas else None)
+        for timer in fired:
+            model[kg] = {k: v for k, v in model[kg].items() if k[0] != timer}
+        for key, value in puts.items():
+            model[kg][key] = model[kg].get(key, 0) + value if deltas else value
+        for group in model:
+            due = store.fire_timers("op", [group], 20, _sums)
+            assert dict(zip(zip(due["timer"].to_pylist(), due["field"].to_pylist(), strict=True),
+                            map(int, due["value"].to_pylist()), strict=True)) == {
+                k: v for k, v in model[group].items() if k[0] <= 20}
+            every = store.fire_timers("op", [group], 30, _sums)
+            assert len(every) == len(model[group])
+    for epoch in (len(ops), len(ops) + 1):  # a new group: whole values, then deltas
+        store.commit_entries("op", epoch, {3: KeyedChanges(puts=_puts({(10, "z"): "1"}))}, _sums)
+    with pytest.raises(StreamRuntimeError, match="lookup reads whole values"):
+        store.read_entries("op", _wanted(3, [(10, "z")]))
+
+
+def test_a_merge_taking_in_whole_values_over_older_ones_takes_all(runs_store) -> None:  # type: ignore[no-untyped-def]
+    """Kept from before deltas: a large run, then a small one that replaced one of its
+    entries. Deltas then merge with the small one: the merge takes in the large one too,
+    else the merged run would hold both whole values and deltas."""
+    store = runs_store
+    large = {(10, f"k{i}"): "100" for i in range(12)}
+    store.commit_entries("op", 0, {0: KeyedChanges(puts=_puts(large))})
+    store.commit_entries("op", 1, {0: KeyedChanges(puts=_puts({(10, "k0"): "5"}))})
+    for epoch in (2, 3):
+        store.commit_entries("op", epoch, {0: KeyedChanges(puts=_puts({(10, "k0"): "1",
+                                                                      (10, "k1"): "1"}))}, _sums)
+    due = store.fire_timers("op", [0], 10, _sums)
+    values = dict(zip(due["field"].to_pylist(), map(int, due["value"].to_pylist()), strict=True))
+    assert values == {**{f"k{i}": 100 for i in range(12)}, "k0": 7, "k1": 102}
+    (row,) = store._rows("op", [0]).values()
+    assert [(run.rows, run.delta) for run in row.runs] == [(12, False)]

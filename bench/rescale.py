@@ -62,6 +62,13 @@ from engine.runtime.spark.session import build_session
 
 STEPS = (8, 3, 4, 3, 4, 3, 4, 3, 4, 3, 4, 3)
 WARMUP = 40  # epochs before the first rescale: JIT and Python workers warm up
+# Rescales within the warm-up, not measured: the JVM compiles the paths a rescale takes (an
+# interrupt, a replay, routing to another partition count) over a process's first rescales
+# (its JIT compiled and deoptimized 1,154 methods in the window of the first rescale to 3,
+# 99 to 336 in those of the later ones, measured), as it did those of the steady epochs over
+# the first ones. (epoch the request comes in, parallelism, point of that epoch); none to a
+# parallelism of ``STEPS``, whose routing to it the measured rescale compiles.
+WARMUP_STEPS = ((16, 6, 0.1), (23, 5, 0.7), (30, 2, 0.3))
 # Epochs at each parallelism. The 10 s windows close every 10th epoch (100k rows out), an
 # epoch that costs more than the others at any parallelism. A step of 7 epochs (not a
 # divisor of 10) moves each parallelism's rescale across the window cycle, and leaves
@@ -123,7 +130,16 @@ def run_vsn_rescales(
         assert isinstance(run.channel, RedisControlChannel)
         requested_during: dict[str, int] = {}
         request_at: dict[str, float] = {}
+        warmup: set[str] = set()
         try:
+            for before, parallelism, point in WARMUP_STEPS:
+                _wait_epoch(run, before)
+                time.sleep(point * statistics.median(
+                    m["batch_duration_ms"] for m in publisher.epochs[-5:]) / 1000.0)
+                request = request_reconfiguration(
+                    run.channel, kind="rescale", operator="counts", parallelism=parallelism)
+                warmup.add(request)
+                run.channel.wait_for_ack(request, 60)
             for i, parallelism in enumerate(STEPS):
                 _wait_epoch(run, step_epoch(i))  # the next epoch starts now
                 time.sleep(request_delay_s(i, publisher.epochs))
@@ -136,27 +152,40 @@ def run_vsn_rescales(
             run.wait()
         finally:
             run.channel.delete()
-    return {"acks": recorder.acks, "epochs": publisher.epochs, "during": requested_during,
-            "request_at": request_at}
+    return {"acks": [a for a in recorder.acks if a["request_id"] not in warmup],
+            "warmup_acks": [a for a in recorder.acks if a["request_id"] in warmup],
+            "epochs": publisher.epochs, "during": requested_during, "request_at": request_at}
 
 
-def epoch_kind(m: dict[str, Any]) -> tuple[int, bool]:
-    """An epoch's parallelism and whether it closed windows (emitted rows)."""
+def epoch_kind(m: dict[str, Any]) -> tuple[int, bool, bool]:
+    """An epoch's parallelism, whether it closed windows (emitted rows) and whether its
+    store read runs (merged them, or fired the windows)."""
     counts = m["operators"]["counts"]
-    return counts["instances"], bool(counts["rows_out"])
+    return counts["instances"], bool(counts["rows_out"]), bool(counts.get("state_bytes_read"))
 
 
 def steady_medians(result: dict[str, Any], by_phase: bool = True) -> dict[Any, float]:
     """Median steady epoch (no rescale applied in it) of each parallelism and, ``by_phase``,
-    of each phase of the window cycle: 8 instances on 2 cores cost more per epoch than 3,
-    and an epoch that closes the windows more than one that does not, rescale or not."""
+    of each kind of work at it: 8 instances on 2 cores cost more per epoch than 3, an epoch
+    that closes the windows more than one that does not, and one whose store merges runs
+    (size-tiered: every other epoch or so, in step for every key group, as each gets one
+    run an epoch) more than one that does not, rescale or not. Keyed by ``epoch_kind`` and,
+    for the kinds of work, by (parallelism, closes) too."""
     applied = {a["applied_epoch"] for a in result["acks"]}
     groups: dict[Any, list[float]] = {}
     for m in result["epochs"]:
         if m["epoch"] >= WARMUP - 2 and m["epoch"] not in applied:
-            kind = epoch_kind(m) if by_phase else epoch_kind(m)[0]
-            groups.setdefault(kind, []).append(m["batch_duration_ms"])
+            kind = epoch_kind(m)
+            for key in ((kind, kind[:2]) if by_phase else (kind[0],)):
+                groups.setdefault(key, []).append(m["batch_duration_ms"])
     return {k: statistics.median(ds) for k, ds in groups.items()}
+
+
+def same_work(kind: tuple[int, bool, bool], steady: dict[Any, float]) -> Any:
+    """The key of ``steady`` to compare an epoch of ``kind`` with: the same parallelism
+    and work, or the same parallelism and closing when no steady epoch merged (or did not)
+    as it did."""
+    return kind if kind in steady else kind[:2]
 
 
 def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
@@ -175,7 +204,7 @@ def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
                 if m["epoch"] in applied and m["operators"]["counts"].get("groups_replayed")}
     by_epoch = {m["epoch"]: m for m in result["epochs"]}
     compared = (set(applied) | {e + 1 for e in replayed}) & set(kinds)
-    missing = {kinds[e] for e in compared} - set(by_kind)
+    missing = {kinds[e][:2] for e in compared} - set(by_kind)
     if missing:
         raise ValueError(f"no steady epoch to compare a rescale epoch with: {sorted(missing)} "
                          "(parallelism, closes windows); run more epochs per step")
@@ -185,9 +214,9 @@ def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
     # what it ran: the rescale epoch's run under the new plan, or the epoch after it.
     first = {e: (e + 1, durations[e + 1]) if e in replayed else (e, last_attempts[e])
              for e in applied if e not in replayed or e + 1 in durations}
-    same_p = [ms / by_kind[kinds[c]] for c, ms in first.values()]
+    same_p = [ms / by_kind[same_work(kinds[c], by_kind)] for c, ms in first.values()]
     any_phase = [ms / by_p[kinds[c][0]] for c, ms in first.values()]
-    whole = [durations[e] / by_kind[kinds[e]] for e in applied]
+    whole = [durations[e] / by_kind[same_work(kinds[e], by_kind)] for e in applied]
     void_ms = [durations[e] - last_attempts[e] for e in applied]
     return {
         "control_channel": "redis",
@@ -212,7 +241,8 @@ def vsn_figures(result: dict[str, Any]) -> dict[str, Any]:
         "context": {
             **_noise(acks, durations, kinds, by_kind),
             "rescale_epoch_excess_ms": [
-                round(ms - by_kind[kinds[c]]) for _, (c, ms) in sorted(first.items())],
+                round(ms - by_kind[same_work(kinds[c], by_kind)])
+                for _, (c, ms) in sorted(first.items())],
             "vsn_median_epoch_ms_by_parallelism": {p: round(v, 1) for p, v in sorted(by_p.items())},
             "rescale_epochs_closing_windows": sum(1 for e in applied if kinds[e][1]),
             "time_to_effect_s_by_request_point": _by_request_point(result),
@@ -254,7 +284,7 @@ def _noise(acks, durations, kinds, steady) -> dict[str, Any]:  # type: ignore[no
     """How much single epochs vary on this machine, with and without a rescale."""
     applied = {a["applied_epoch"] for a in acks}
     steady_excess = sorted(
-        d - steady[kinds[e]]
+        d - steady[same_work(kinds[e], steady)]
         for e, d in durations.items()
         if e >= WARMUP - 2 and e not in applied
     )
@@ -263,8 +293,8 @@ def _noise(acks, durations, kinds, steady) -> dict[str, Any]:  # type: ignore[no
         "pickup_ms_p50": round(_percentile(latencies, 50), 2),
         "pickup_ms_p99": round(_percentile(latencies, 99), 2),
         "vsn_median_epoch_ms_by_kind": {
-            f"p={p}{' closing' if closing else ''}": round(v, 1)
-            for (p, closing), v in sorted(steady.items())},
+            f"p={kind[0]}{' closing' if kind[1] else ' merging' if kind[2] else ''}": round(v, 1)
+            for kind, v in sorted(steady.items()) if len(kind) == 3},
         "steady_epoch_excess_ms_p92": round(_percentile(steady_excess, 100 * 11 / 12), 1),
     }
 
@@ -332,7 +362,7 @@ def measure(
     spark = build_session(app_name="bench-rescale")
     raw = run_vsn_rescales(spark, rows_per_batch, epochs, keys, window)
     for m in raw["epochs"]:
-        p, closing = epoch_kind(m)
+        p, closing, _ = epoch_kind(m)
         _progress(f"epoch {m['epoch']} p={p} ms={m['batch_duration_ms']}"
                   f"{' closes windows' if closing else ''}")
     by_epoch = {m["epoch"]: m for m in raw["epochs"]}
@@ -362,7 +392,10 @@ def measure(
         "restart_time_to_effect_s": round(restart_median, 3),
         "speedup_time_to_effect": round(restart_median / effect_median, 1),
         "speedup_computed_time_to_effect": round(restart_median / computed_median, 1),
-        "context": {**context, "restart_state_rows": restarts["restart_state_rows"],
+        "context": {**context,
+                    "warmup_time_to_effect_s": [
+                        round(effect_s(a), 3) for a in raw.get("warmup_acks", [])],
+                    "restart_state_rows": restarts["restart_state_rows"],
                     "restart_exactly_once_repartition":
                         restarts["restart_exactly_once_repartition"]},
     }

@@ -1,7 +1,7 @@
 """``bench rescale`` compares each rescale epoch with steady epochs of its parallelism that do
 the same work: an epoch that closes the windows emits 100k rows and costs more at any
-parallelism, so a rescale landing on one is not charged for it, nor one landing beside it
-flattered."""
+parallelism, as does one whose store merges runs, so a rescale landing on one is not charged
+for it, nor one landing beside it flattered."""
 
 from __future__ import annotations
 
@@ -12,25 +12,30 @@ import pytest
 from bench.rescale import EPOCHS_PER_STEP, FIRST_STEP, STEPS, WARMUP, step_epoch, vsn_figures
 
 CLOSING_EXTRA_MS = 400.0
+MERGE_EXTRA_MS = 250.0
 
 
-def _epoch(epoch: int, p: int, ms: float, closing: bool) -> dict[str, Any]:
+def _epoch(epoch: int, p: int, ms: float, closing: bool, reads: bool) -> dict[str, Any]:
     return {"epoch": epoch, "batch_duration_ms": ms, "last_attempt_ms": ms, "attempts": 1,
             "interval_ms": ms, "operators": {"counts": {
-                "instances": p, "rows_out": 100_000 if closing else 0, "groups_replayed": 0}}}
+                "instances": p, "rows_out": 100_000 if closing else 0, "groups_replayed": 0,
+                "state_bytes_read": 1000 if reads else 0}}}
 
 
-def _run(first_closing: int, rescale_extra_ms: float) -> dict[str, Any]:
+def _run(first_closing: int, rescale_extra_ms: float, merges: int = 0) -> dict[str, Any]:
     """A run on the bench's schedule: windows close every 10th epoch from
-    ``first_closing``; a steady epoch at p costs 100 * p ms, a rescale epoch that much plus
-    ``rescale_extra_ms``."""
+    ``first_closing``, and with ``merges`` the store merges runs every ``merges``-th epoch;
+    a steady epoch at p costs 100 * p ms and more when it closes or merges, a rescale epoch
+    that much plus ``rescale_extra_ms``."""
     epochs, acks, during = [], [], {}
     applied = {step_epoch(i) + 1: p for i, p in enumerate(STEPS)}
     p = 2
     for e in range(step_epoch(len(STEPS)) + 3):
         p = applied.get(e, p)
         closing = e % 10 == first_closing % 10
+        merging = bool(merges) and e % merges == 0
         ms = 100.0 * p + (CLOSING_EXTRA_MS if closing else 0.0)
+        ms += MERGE_EXTRA_MS if merging and not closing else 0.0
         if e in applied:
             ms += rescale_extra_ms
             request = f"r{e}"
@@ -38,7 +43,7 @@ def _run(first_closing: int, rescale_extra_ms: float) -> dict[str, Any]:
             acks.append({"request_id": request, "applied_epoch": e, "requested_at_ms": 0,
                          "epoch_ended_at_ms": 1000, "state_bytes_copied": 0,
                          "control_latency_ms": 5.0})
-        epochs.append(_epoch(e, p, ms, closing))
+        epochs.append(_epoch(e, p, ms, closing, closing or merging))
     return {"acks": acks, "epochs": epochs, "during": during}
 
 
@@ -49,6 +54,31 @@ def test_a_rescale_costing_nothing_measures_one_at_any_window_phase(first_closin
     assert figures["rescale_epoch_vs_same_parallelism_max"] == 1.0
     # Each parallelism's rescales land on the closing epoch in some phases, not in others.
     assert 0 < figures["context"]["rescale_epochs_closing_windows"] < len(STEPS)
+
+
+@pytest.mark.parametrize("merges", [2, 3])
+def test_a_rescale_costing_nothing_measures_one_whether_its_store_merges_or_not(
+    merges: int,
+) -> None:
+    figures = vsn_figures(_run(first_closing=3, rescale_extra_ms=0.0, merges=merges))
+    assert figures["rescale_epoch_vs_same_parallelism"] == 1.0
+    assert figures["rescale_epoch_vs_same_parallelism_max"] == 1.0
+    kinds = figures["context"]["vsn_median_epoch_ms_by_kind"]
+    assert kinds["p=3 merging"] == kinds["p=3"] + MERGE_EXTRA_MS
+
+
+def test_a_kind_of_work_no_steady_epoch_did_is_compared_with_its_parallelism_and_phase() -> None:
+    run = _run(first_closing=3, rescale_extra_ms=0.0, merges=3)
+    applied = {a["applied_epoch"] for a in run["acks"]}
+    for m in run["epochs"]:  # no steady epoch at 4 merges
+        counts = m["operators"]["counts"]
+        if counts["instances"] == 4 and not counts["rows_out"] and m["epoch"] not in applied:
+            counts["state_bytes_read"] = 0
+            m["batch_duration_ms"] = m["last_attempt_ms"] = 400.0
+    figures = vsn_figures(run)
+    assert "p=4 merging" not in figures["context"]["vsn_median_epoch_ms_by_kind"]
+    # Rescales to 4 landing on a merge compare with all of 4's steady non-closing epochs.
+    assert figures["rescale_epoch_vs_same_parallelism_max"] == (400.0 + MERGE_EXTRA_MS) / 400.0
 
 
 def test_a_rescale_that_costs_more_is_measured_as_such() -> None:

@@ -40,6 +40,7 @@ from engine.runtime.io.sinks import Sink, build_sink
 from engine.runtime.io.streams import clock_source_rows
 from engine.runtime.stage.pipeline import EarlierAttempts, EpochPipeline, EpochResult
 from engine.runtime.stage.regions import AttemptTimes, EpochInterrupted, StageClock
+from engine.runtime.stage.routing_code import compile_ahead
 
 # Attempts of one epoch at most: the last one is not interrupted, so a stream of commands
 # cannot keep an epoch from ending.
@@ -158,6 +159,9 @@ class EpochRunner:
         if command.kind not in WORKLOAD_KINDS or command.operator not in self._keyed:
             return False
         op_id, config, emits = command.operator, self._config, self._emits(command.operator)
+        if command.parallelism is not None:  # its routing compiled now, not by its epoch
+            compile_ahead(self.planner.spark, op_id, command.parallelism,
+                          f"streamscale-{self.planner.run_id}:routing-code")
         cancel = True
         if op_id in config:
             old = config[op_id].parallelism

@@ -29,6 +29,7 @@ from engine.runtime.operators.dedupe import DedupeSpec
 from engine.runtime.operators.join import LEFT, RIGHT, SIDE, JoinSpec
 from engine.runtime.operators.window_spec import WINDOW_END, WINDOW_START, WindowSpec
 from engine.runtime.operators.window_worker import window_state_schema
+from engine.runtime.stage import routing_code
 from engine.runtime.stage.vsn_worker import REPORT, EpochTask, InstanceReport, run_instance
 from engine.runtime.state import StoreSpec, open_store
 
@@ -254,6 +255,7 @@ def _run_stage(
     if at.replay:  # partition i is instance i, with one row it ignores
         routed = rows.sparkSession.range(0, at.parallelism, 1, at.parallelism)
     else:
+        routing_code.routed(spec.operator, rows, at.parallelism)
         routed = rows.repartitionById(at.parallelism, instance_column(task.owners))
     output = routed.mapInArrow(partial(run_instance, task), struct)
     if not at.closes:

@@ -12,10 +12,11 @@ routing runs is cancelled, and the epoch runs again whole at the new parallelism
 attempt runs the stage to its end, and the rerun replays its key groups. The runner weighs
 the two with the run's own figures (``RerunCosts``), kept apart for epochs in which the
 operator may emit rows (a window aggregate's that close windows, every dedupe's and
-join's: their replay is a Spark job whose instances emit the stored rows again) and the
-others (a window aggregate's replay in an epoch that closes no window needs no Spark job:
-the driver checks the store, ``vsn_stage._replayed_without_job``): the rest of the attempt
-plus a replay, against a whole epoch at the new parallelism."""
+join's) and the others: the rest of the attempt plus a replay, against a whole epoch at
+the new parallelism. A window aggregate's replay runs no Spark job: in an epoch that closes
+no window the driver checks the store (``vsn_stage._replayed_without_job``), in one that
+does the rerun emits the void attempt's output again (``vsn_stage.reemitted``). A dedupe's
+or a join's is a Spark job whose instances read the stored rows back and emit them."""
 
 from __future__ import annotations
 
@@ -61,6 +62,9 @@ class RerunCosts:
 
     epochs_ms: dict[tuple[str, int, bool], deque[float]] = field(default_factory=dict)
     replays_ms: dict[tuple[str, bool], deque[float]] = field(default_factory=dict)
+    reemits: frozenset[str] = frozenset()
+    """The operators whose replay emits the void attempt's output again (window
+    aggregates'): no Spark job, even in an epoch in which they emit."""
 
     def epoch_ran(self, op_id: str, parallelism: int, emits: bool, ms: float) -> None:
         """A whole epoch of ``op_id`` that ran once at ``parallelism``."""
@@ -81,7 +85,7 @@ class RerunCosts:
         costs a good part of a whole epoch)."""
         at_old = self._typical(self.epochs_ms.get((op_id, old, emits)))
         replay = self._typical(self.replays_ms.get((op_id, emits)))
-        if at_old is None or (replay is None and emits):
+        if at_old is None or (replay is None and emits and op_id not in self.reemits):
             return True
         at_new = self._typical(self.epochs_ms.get((op_id, new, emits))) or at_old
         return elapsed_ms + at_new < at_old + (replay or 0.0)
@@ -117,7 +121,8 @@ class EpochRunner:
         # The running attempt's configuration and plan's ``closes``, for ``interrupt``.
         self._config: RunConfig = {}
         self._closes: dict[str, bool] = {}
-        self.costs = RerunCosts()
+        self.costs = RerunCosts(reemits=frozenset(
+            op.id for op in self.graph.operators if op.type == "window_aggregate"))
         # The operator (and whether it may emit) whose stage an interrupt voided.
         self._interrupted: tuple[str, bool] | None = None
         self._last_start: float | None = None
@@ -204,19 +209,22 @@ class EpochRunner:
         """Runs the epoch's plan until an attempt is not interrupted; after an interrupt,
         the plan is the interrupted one with the commands picked up since applied."""
         earlier = EarlierAttempts()
-        for attempt in range(MAX_ATTEMPTS):
-            config = {op: OperatorConfig.from_dict(c) for op, c in plan["config"].items()}
-            self._config, self._closes = config, dict(plan.get("closes", {}))
-            self.clock.begin(epoch, attempt, interruptible=attempt < MAX_ATTEMPTS - 1)
-            try:
-                result = self._pipeline(batch, epoch, plan, config, earlier)
-                return plan, config, result, attempt + 1
-            except EpochInterrupted:
-                # The void attempt ends here; what follows is the new plan's.
-                self._attempt_start = time.time()
-                plan = self.planner.replan(epoch, batch, plan)
-            finally:
-                self.clock.end()
+        try:
+            for attempt in range(MAX_ATTEMPTS):
+                config = {op: OperatorConfig.from_dict(c) for op, c in plan["config"].items()}
+                self._config, self._closes = config, dict(plan.get("closes", {}))
+                self.clock.begin(epoch, attempt, interruptible=attempt < MAX_ATTEMPTS - 1)
+                try:
+                    result = self._pipeline(batch, epoch, plan, config, earlier)
+                    return plan, config, result, attempt + 1
+                except EpochInterrupted:
+                    # The void attempt ends here; what follows is the new plan's.
+                    self._attempt_start = time.time()
+                    plan = self.planner.replan(epoch, batch, plan)
+                finally:
+                    self.clock.end()
+        finally:
+            earlier.release()  # a void attempt's output the last one did not take
         raise AssertionError("the last attempt cannot be interrupted")
 
     def _pipeline(self, batch: DataFrame, epoch: int, plan: dict[str, Any],

@@ -43,6 +43,8 @@ from engine.runtime.stage.regions import EpochInterrupted, StageClock
 from engine.runtime.stage.stateless import STATELESS_TYPES, apply_stateless
 from engine.runtime.stage.vsn_stage import (
     StageEpoch,
+    StageResult,
+    reemitted,
     run_dedupe_stage,
     run_join_stage,
     run_window_stage,
@@ -83,6 +85,16 @@ class EarlierAttempts:
 
     reports: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     rows_out: dict[str, int] = field(default_factory=dict)
+    stages: dict[str, StageResult] = field(default_factory=dict)
+    """The output of each window aggregate's stage one ran to its end, still cached on the
+    executors, for the next attempt to emit again (``vsn_stage.reemitted``) rather than
+    read back from the store."""
+
+    def release(self) -> None:
+        """Releases the outputs no attempt took (the epoch has ended)."""
+        for stage in self.stages.values():
+            stage.cached.unpersist()
+        self.stages.clear()
 
 
 @dataclass
@@ -115,6 +127,8 @@ class EpochPipeline:
     _counted: dict[str, int] = field(default_factory=dict)
     _read_by: list[str] = field(default_factory=list)
     """The keyed operators and sinks whose Spark action read their input this attempt."""
+    _ended: dict[str, StageResult] = field(default_factory=dict)
+    """The window aggregates' stages this attempt ran to their end, with their output kept."""
 
     def __post_init__(self) -> None:
         if self.plan is None:
@@ -139,6 +153,7 @@ class EpochPipeline:
             # compute its input again: the counts of the operators before it are this one's.
             counted = self._observed(finished_only=True)
             self.earlier.rows_out.update({op: n for op, n in counted.items() if n is not None})
+            self.hand_on()
             raise
         finally:
             self.release()
@@ -154,6 +169,16 @@ class EpochPipeline:
         for cached in self._cached:
             cached.unpersist()
         self._cached.clear()
+
+    def hand_on(self) -> None:
+        """Hands the output of the window stages this void attempt ran to their end on to
+        the next attempt (``EarlierAttempts.stages``), kept on the executors: what the
+        instances emitted is the epoch's, whatever the next attempt's plan."""
+        for op_id, stage in self._ended.items():
+            self.earlier.stages[op_id] = stage
+        handed = [stage.cached for stage in self._ended.values()]
+        self._cached = [c for c in self._cached if not any(c is h for h in handed)]
+        self._ended.clear()
 
     def _evaluate(
         self,
@@ -257,6 +282,9 @@ class EpochPipeline:
         assert config.owners is not None
         earlier = self.earlier.reports.get(op_id) if replays else None
         with self._action(op_id, cancellable=True):
+            # Taken only once the action runs: an interrupt before it leaves the earlier
+            # output to the attempt after.
+            handed = self.earlier.stages.pop(op_id, None) if earlier is not None else None
             at = StageEpoch(
                 self.epoch,
                 self.graph.key_groups,
@@ -267,13 +295,16 @@ class EpochPipeline:
                 closes=self.closes.get(op_id, True),
                 replay=earlier is not None,
             )
-            stage = stage_fn(spec, inputs, at)
+            stage = reemitted(handed, at) if handed is not None else stage_fn(spec, inputs, at)
             if stage.ran and not at.replay:
                 self._read_by.append(op_id)
             # Released with the epoch's other outputs even when an interrupt that came once
-            # the instances ran voids this attempt as the stage ends.
+            # the instances ran voids this attempt as the stage ends (a window aggregate's
+            # is handed on to the next attempt then, ``hand_on``).
             if stage.kept:
                 self._cached.append(stage.cached)
+                if replays:
+                    self._ended[op_id] = stage
             self.earlier.reports.setdefault(op_id, stage.reports)
         reports = stage.reports if earlier is None else _replayed(earlier, stage.reports)
         result.stage_reports[op_id] = reports

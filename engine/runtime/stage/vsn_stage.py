@@ -267,6 +267,20 @@ def _run_stage(
     return StageResult(cached=cached, reports=reports, emitted=emitted)
 
 
+def reemitted(earlier: StageResult, at: StageEpoch) -> StageResult:
+    """The replay of a stage that an earlier attempt of the epoch ran to its end, from that
+    attempt's output, still cached on the executors: its instances emitted what their key
+    groups stored, which the replay's instances would read back from the store and emit
+    again, a Spark job. No job runs. Each instance's report names the groups it owns under
+    ``at`` (every key group holds the epoch); the rows are counted on the first, as the
+    output does not say which group emitted each."""
+    reports = [InstanceReport(instance=i) for i in range(at.parallelism)]
+    for owner in at.owners:
+        reports[owner].groups_replayed += 1
+    reports[0].rows_out = sum(r["rows_out"] for r in earlier.reports)
+    return replace(earlier, reports=[dict(report.__dict__) for report in reports], ran=False)
+
+
 def _replayed_without_job(spec: WindowSpec, at: StageEpoch) -> list[dict[str, Any]] | None:
     """The replay of a window aggregate's epoch that closes no window, done from the store
     on the driver: the instances would only re-emit what the key groups holding the epoch

@@ -251,6 +251,24 @@ def test_epochs_that_emit_are_weighed_apart_from_those_that_do_not() -> None:
     assert costs.cancel("counts", 3, 4, elapsed_ms=100.0, emits=False)  # 250 < 320
 
 
+def test_a_window_aggregate_whose_replay_reemits_an_output_is_not_cancelled_blind() -> None:
+    # A window aggregate's replay in an epoch that closes windows emits the void attempt's
+    # output again, no Spark job: with none measured, it is weighed as free, as the replay
+    # of an epoch that closes none is; a dedupe's replay there is a Spark job, cancelled.
+    costs = RerunCosts(reemits=frozenset({"counts"}))
+    for ms in (900.0, 1000.0, 1100.0):
+        costs.epoch_ran("counts", 3, True, ms)
+        costs.epoch_ran("firsts", 3, True, ms)
+    assert not costs.cancel("counts", 3, 8, elapsed_ms=100.0, emits=True)  # 1100 > 1000
+    assert costs.cancel("firsts", 3, 8, elapsed_ms=100.0, emits=True)
+    costs.epoch_ran("counts", 8, True, 500.0)
+    assert costs.cancel("counts", 3, 8, elapsed_ms=400.0, emits=True)  # 900 < 1000
+    assert not costs.cancel("counts", 3, 8, elapsed_ms=600.0, emits=True)  # 1100 > 1000
+    costs.replayed("counts", True, 300.0)  # once measured, weighed as measured
+    assert costs.cancel("counts", 3, 8, elapsed_ms=700.0, emits=True)  # 1200 < 1300
+    assert costs.cancel("counts", 5, 8, elapsed_ms=100.0, emits=True)  # none at 5 to go by
+
+
 def test_a_rescale_during_the_stage_takes_effect_in_the_running_epoch(spark, tmp_path) -> None:
     name = f"sink_{uuid.uuid4().hex[:8]}"
     job = window_job({"type": "sink.memory", "params": {"name": name}}, parallelism=8)
@@ -258,9 +276,12 @@ def test_a_rescale_during_the_stage_takes_effect_in_the_running_epoch(spark, tmp
     cached_before = spark.sparkContext._jsc.getPersistentRDDs().size()
     run, publisher, recorder = start_collected_run(spark, tmp_path, job, last_epoch=last)
     interrupts: list[tuple[int, bool]] = []
+    weighed: list[bool] = []  # whether a whole epoch of the kind at the old parallelism ran
     interrupt = run.epochs.interrupt
 
     def recorded(command: Any) -> bool:
+        kind = ("counts", run.epochs._config["counts"].parallelism, run.epochs._emits("counts"))
+        weighed.append(kind in run.epochs.costs.epochs_ms)
         epoch, taken = run.epochs.clock.epoch, interrupt(command)
         interrupts.append((epoch, taken))
         return taken
@@ -293,9 +314,11 @@ def test_a_rescale_during_the_stage_takes_effect_in_the_running_epoch(spark, tmp
 
     assert [taken for _, taken in interrupts] == [True, True, True]
     # With no replay measured yet, the first lets its stage end (a replay on the driver,
-    # deemed free), and its replay is measured; the one in an epoch that closes windows,
-    # whose replay would be a Spark job, none of which was measured, is cancelled.
-    assert cancels[0] is False and cancels[1] is True
+    # deemed free), and its replay is measured. The one in an epoch that closes windows
+    # is deemed free too (the rerun emits the void attempt's output again), so it is
+    # cancelled only with no whole epoch of its kind at the old parallelism to go by.
+    assert weighed[0] and cancels[0] is False
+    assert cancels[1] is not weighed[1]
     assert run.epochs.costs.replays_ms[("counts", False)]
     # Whole epochs were weighed apart by whether they closed windows, at each parallelism
     # they ran at.
@@ -361,6 +384,99 @@ def test_a_stage_output_voided_as_its_stage_ends_is_still_released(spark, tmp_pa
     assert spark.sparkContext._jsc.getPersistentRDDs().size() == cached_before
 
 
+def test_a_window_stage_run_to_its_end_hands_its_output_to_the_next_attempt(
+    spark, tmp_path
+) -> None:
+    """A window aggregate's stage run to its end in a void attempt: its output, kept on the
+    executors, is what the next attempt to reach the stage emits, under its own plan, with
+    no Spark job; an interrupt before that attempt's action leaves it for the one after,
+    and what no attempt takes is released with the epoch."""
+    from dataclasses import replace
+
+    from engine.dag import parse_job_graph
+    from engine.planner import plan_job
+    from engine.runtime.control.run_config import initial_config
+    from engine.runtime.stage.pipeline import EarlierAttempts, EpochPipeline, EpochResult
+    from engine.runtime.stage.vsn_stage import StageResult
+    from engine.runtime.stage.vsn_worker import REPORT
+    from engine.runtime.state import StoreSpec
+
+    graph = parse_job_graph(window_job({"type": "sink.memory", "params": {}}, parallelism=2))
+    config = initial_config(plan_job(graph))
+    owners = tuple(kg % 3 for kg in range(graph.key_groups))
+    rescaled = {**config, "counts": replace(config["counts"], parallelism=3, owners=owners)}
+    clock = StageClock(spark, f"handed-{uuid.uuid4().hex[:6]}")
+    store = StoreSpec("sqlite", str(tmp_path))
+
+    def persisted() -> int:
+        return spark.sparkContext._jsc.getPersistentRDDs().size()
+
+    cached_before = persisted()
+    ran: list[int] = []
+
+    def instances(spec: Any, inputs: Any, at: Any) -> StageResult:
+        ran.append(at.parallelism)
+        # Three rows emitted and two reports, as two instances' output.
+        output = spark.range(0, 5, 1, 2).selectExpr(
+            "if(id < 3, id + 1, null) AS campaign_id", "if(id < 3, id * 10 + 10, null) AS views",
+            f"if(id < 3, null, '{{}}') AS {REPORT}").persist()
+        output.count()
+        assert clock.interrupt("counts")  # its instances have run: nothing is cancelled
+        reports = [{"instance": i, "rows_in": 5, "rows_out": n, "groups_replayed": 0}
+                   for i, n in enumerate((1, 2))]
+        return StageResult(cached=output, reports=reports, emitted=output.drop(REPORT).schema)
+
+    def attempt(number: int, earlier: EarlierAttempts, plan: Any, stage: Any,
+                interrupt: bool = False) -> tuple[EpochResult, list[tuple] | None]:
+        clock.begin(7, number, interruptible=number < 3)
+        if interrupt:
+            assert clock.interrupt("counts", cancel=number != 2)
+        pipeline = EpochPipeline(graph, plan, 7, {}, store, {}, clock=clock, earlier=earlier)
+        result = EpochResult()
+        rows = None
+        try:
+            frame = pipeline._keyed("counts", stage, None, None, result, replays=True)
+            rows = sorted(tuple(r) for r in frame.collect())
+        except EpochInterrupted:
+            pipeline.hand_on()
+        finally:
+            clock.end()
+        pipeline.release()
+        return result, rows
+
+    def never(spec: Any, inputs: Any, at: Any) -> StageResult:
+        raise AssertionError("the stage ran again")
+
+    earlier = EarlierAttempts()
+    attempt(0, earlier, config, instances)  # ran to its end, then voided
+    assert ran == [2] and set(earlier.stages) == {"counts"}
+    assert persisted() == cached_before + 1  # kept for the next attempt
+    attempt(1, earlier, rescaled, never, interrupt=True)  # voided before its action
+    assert set(earlier.stages) == {"counts"} and persisted() == cached_before + 1
+    # Voided at the end of its action: it took the output and hands it on again.
+    attempt(2, earlier, rescaled, never, interrupt=True)
+    assert set(earlier.stages) == {"counts"} and persisted() == cached_before + 1
+    result, rows = attempt(3, earlier, rescaled, never)
+    assert earlier.stages == {}
+    reports = result.stage_reports["counts"]
+    # The first attempt's reports (its input, nothing emitted), then the three instances'
+    # of this plan, each naming the groups it owns, the rows emitted counted once.
+    assert [r["rows_out"] for r in reports[:2]] == [0, 0]
+    assert [r["instance"] for r in reports[2:]] == [0, 1, 2]
+    assert [r["groups_replayed"] for r in reports[2:]] == [owners.count(i) for i in range(3)]
+    assert result.rows_out["counts"] == 3
+    assert rows == [(1, 10), (2, 20), (3, 30)]
+    assert ran == [2]
+    assert persisted() == cached_before  # released with the epoch that took it
+
+    # An output no attempt took is released with the epoch.
+    left = EarlierAttempts()
+    attempt(0, left, config, instances)
+    assert persisted() == cached_before + 1
+    left.release()
+    assert persisted() == cached_before and left.stages == {}
+
+
 def test_a_stage_run_to_its_end_is_replayed_without_its_input(spark, tmp_path, monkeypatch):
     """A rescale whose interrupt comes once the window's instances ran: every key group
     holds the epoch, so its run under the new plan routes no input and the new instances
@@ -376,6 +492,14 @@ def test_a_stage_run_to_its_end_is_replayed_without_its_input(spark, tmp_path, m
 
     replays: dict[int, list[dict[str, Any]]] = {}
     replay_jobs: dict[int, bool] = {}
+    reemits: list[int] = []
+    real_reemitted = pipeline_module.reemitted
+
+    def reemitted(earlier: Any, at: Any) -> Any:
+        stage = real_reemitted(earlier, at)
+        reemits.append(at.epoch)
+        replays[at.epoch], replay_jobs[at.epoch] = stage.reports, stage.ran
+        return stage
 
     def stage_then_rescale(spec: Any, rows: Any, at: Any) -> Any:
         stage = real(spec, rows, at)
@@ -391,7 +515,9 @@ def test_a_stage_run_to_its_end_is_replayed_without_its_input(spark, tmp_path, m
         return stage
 
     monkeypatch.setattr(pipeline_module, "run_window_stage", stage_then_rescale)
+    monkeypatch.setattr(pipeline_module, "reemitted", reemitted)
     last = 10
+    cached_before = spark.sparkContext._jsc.getPersistentRDDs().size()
     run, publisher, recorder = start_collected_run(spark, tmp_path, job, last_epoch=last)
     holder["run"] = run
     assert run.wait(180) == "stopped"
@@ -413,8 +539,12 @@ def test_a_stage_run_to_its_end_is_replayed_without_its_input(spark, tmp_path, m
         loads = run.log.outcome(epoch)["kg_rows"]["counts"]
         assert sum(loads) == counts["rows_in"]
     assert any(epochs[e]["operators"]["counts"]["rows_out"] > 0 for e in closing), closing
-    # Only a replay that may emit runs the instances; the others the driver checks alone.
-    assert replay_jobs == {e: e in closing for e in steps} and len(closing) < len(steps)
+    # No replay runs the instances: one that may emit emits the void attempt's output
+    # again, the others the driver checks in the store.
+    assert replay_jobs == {e: False for e in steps} and 0 < len(closing) < len(steps)
+    assert sorted(reemits) == sorted(closing)
+    # The void attempts' outputs handed on were released with their epochs.
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == cached_before
     expected = expected_windows(spark, run.start_ms, last, [(0, "event_type = 'view'")])
     assert expected and actual_windows(memory_sink_rows(name)) == expected
     clear_memory_sink(name)

@@ -105,8 +105,13 @@ def _wait_epoch(run: JobRun, epoch: int) -> None:
 def request_delay_s(step: int, epochs: list[dict[str, Any]]) -> float:
     """How long after an epoch starts the ``step``-th request is sent: its point of
     ``REQUEST_AT`` of the median of the last five epochs' durations."""
+    return _delay_s(REQUEST_AT[step % len(REQUEST_AT)], epochs)
+
+
+def _delay_s(point: float, epochs: list[dict[str, Any]]) -> float:
+    """``point`` (a share) of the median of the last five epochs' durations, in seconds."""
     recent = [m["batch_duration_ms"] for m in epochs[-5:]]
-    return REQUEST_AT[step % len(REQUEST_AT)] * statistics.median(recent) / 1000.0
+    return point * statistics.median(recent) / 1000.0
 
 
 def run_vsn_rescales(
@@ -134,8 +139,7 @@ def run_vsn_rescales(
         try:
             for before, parallelism, point in WARMUP_STEPS:
                 _wait_epoch(run, before)
-                time.sleep(point * statistics.median(
-                    m["batch_duration_ms"] for m in publisher.epochs[-5:]) / 1000.0)
+                time.sleep(_delay_s(point, publisher.epochs))
                 request = request_reconfiguration(
                     run.channel, kind="rescale", operator="counts", parallelism=parallelism)
                 warmup.add(request)

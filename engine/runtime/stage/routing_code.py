@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import SparkContext
@@ -41,42 +41,42 @@ class Routing:
     nullable: bool
 
 
+@dataclass
 class _Compiled:
     """What one Spark application has compiled: each keyed operator's ``Routing`` and the
     (routing, parallelism) pairs routed or being compiled."""
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.routings: dict[str, Routing] = {}
-        self.done: set[tuple[Routing, int]] = set()
+    routings: dict[str, Routing] = field(default_factory=dict)
+    done: set[tuple[Routing, int]] = field(default_factory=set)
 
 
+# Each application's record, and all that is in them, under the one lock.
 _APPLICATIONS: weakref.WeakKeyDictionary[SparkContext, _Compiled] = weakref.WeakKeyDictionary()
-_APPLICATIONS_LOCK = threading.Lock()
+_LOCK = threading.Lock()
 
 
 def _compiled(sc: SparkContext) -> _Compiled:
-    with _APPLICATIONS_LOCK:
-        found = _APPLICATIONS.get(sc)
-        if found is None:
-            found = _APPLICATIONS[sc] = _Compiled()
-        return found
+    """``sc``'s record; the caller holds ``_LOCK``."""
+    found = _APPLICATIONS.get(sc)
+    if found is None:
+        found = _APPLICATIONS[sc] = _Compiled()
+    return found
 
 
 def routed(operator: str, rows: DataFrame, parallelism: int) -> None:
     """Notes that ``operator``'s stage routes ``rows`` to ``parallelism`` instances (its
     epoch compiles that code if nothing did before). The routing is read from the rows'
     schema once per operator."""
-    compiled = _compiled(rows.sparkSession.sparkContext)
-    with compiled.lock:
-        routing = compiled.routings.get(operator)
-    if routing is None:
+    sc = rows.sparkSession.sparkContext
+    with _LOCK:
+        routing = _compiled(sc).routings.get(operator)
+    if routing is None:  # the schema read outside the lock: it may call into the JVM
         fields = rows.schema.fields
         position = next(i for i, f in enumerate(fields) if f.name == KG)
         routing = Routing(position, fields[position].nullable)
-        with compiled.lock:
-            compiled.routings[operator] = routing
-    with compiled.lock:
+    with _LOCK:
+        compiled = _compiled(sc)
+        compiled.routings.setdefault(operator, routing)
         compiled.done.add((routing, parallelism))
 
 
@@ -87,8 +87,8 @@ def compile_ahead(
     its own (returned), unless it is compiled (or compiling) already, or the operator's
     stage has not routed in this process yet (its routing unknown). A failure is logged and
     leaves the epoch at that parallelism to compile the code itself."""
-    compiled = _compiled(spark.sparkContext)
-    with compiled.lock:
+    with _LOCK:
+        compiled = _compiled(spark.sparkContext)
         routing = compiled.routings.get(operator)
         if routing is None or (routing, parallelism) in compiled.done:
             return None
@@ -98,7 +98,7 @@ def compile_ahead(
         try:
             compile_routing(spark, routing, parallelism, group)
         except Exception as error:  # noqa: BLE001 - the epoch compiles it then
-            with compiled.lock:
+            with _LOCK:
                 compiled.done.discard((routing, parallelism))
             log.warning("compiling the routing of %s to %d instances ahead failed: %s",
                         operator, parallelism, error)

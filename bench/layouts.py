@@ -7,6 +7,12 @@ time of the instance's epoch (``process_time``: this process only, so a busy mac
 not inflate it; a Redis server's own work is not in it) over the measured epochs, after
 the state was filled with each key once. On the Redis store it also prints the median CPU
 time the Redis server spent in those epochs (``INFO cpu``).
+
+It also measures the epochs that close a window on the keyed layout (``..._closing_cpu_ms``):
+ten-second windows, each filled by five epochs of 100k rows (one run of deltas each), then
+an epoch whose watermark passes the window's end, which fires every key of it (the
+entries' deltas folded) and merges the runs the fired timers hide, with the next window's
+first 100k rows; the figure is the median CPU time of those epochs.
 """
 
 from __future__ import annotations
@@ -40,6 +46,12 @@ SPEC = parse_window_spec(
 )
 INPUT = pa.schema([(KG, pa.int32()), ("k", pa.int64()), (TIME_US, pa.int64())])
 LAYOUTS = {"keyed": process_window_instance, "groups": process_group_instance}
+CLOSING_SPEC = parse_window_spec(
+    "closing",
+    {"key": ["k"], "time": "t", "window": "10 seconds", "aggregates": {"n": "count(*)"}},
+)
+WINDOW_S = 10
+FILLS = 5  # epochs of rows into a window before the one that closes it
 
 
 def window_task(
@@ -71,18 +83,48 @@ def window_task(
     return EpochTask(spec, None, epoch, watermark_us, owners, output, entries)  # type: ignore[arg-type]
 
 
-def _epoch_ms(store: Any, process: Any, epoch: int, keys: np.ndarray) -> float:
+def _epoch_ms(
+    store: Any, process: Any, epoch: int, keys: np.ndarray, *, spec: WindowSpec = SPEC,
+    time_s: int | None = None, watermark_us: int | None = None,
+) -> float:
+    """CPU ms of one instance's epoch over rows of ``keys``, all at ``time_s`` (the epoch's
+    number of seconds if not given)."""
+    at_us = (epoch if time_s is None else time_s) * 1_000_000
     rows = pa.table(
         {
             KG: pa.array(keys % 64, pa.int32()),
             "k": pa.array(keys, pa.int64()),
-            TIME_US: pa.array(np.full(len(keys), epoch * 1_000_000), pa.int64()),
+            TIME_US: pa.array(np.full(len(keys), at_us), pa.int64()),
         }
     )
-    task = window_task(SPEC, INPUT, epoch, owners=(0,) * 64)
+    task = window_task(spec, INPUT, epoch, owners=(0,) * 64, watermark_us=watermark_us)
     started = time.process_time()
     process(task, InstanceReport(instance=0), rows, store)
     return (time.process_time() - started) * 1000.0
+
+
+def measure_closing(kind: str, location: str, keys: int, measured: int) -> float:
+    """Median CPU ms of ``measured`` epochs that close a window of ``keys`` keys (see the
+    module's doc), on the keyed layout."""
+    store = open_store(StoreSpec(kind, location, f"bench-layouts-closing-{keys}"))
+    store.clear()
+    rng = np.random.default_rng(1)
+    epoch, times = 0, []
+    for window in range(measured + 1):
+        start_s = window * WINDOW_S
+        closes = window > 0  # the first window's first epoch closes nothing
+        watermark = start_s * 1_000_000 if closes else None
+        ms = _epoch_ms(store, process_window_instance, epoch, rng.integers(0, keys, ROWS),
+                       spec=CLOSING_SPEC, time_s=start_s, watermark_us=watermark)
+        if closes:
+            times.append(ms)
+        epoch += 1
+        for fill in range(1, FILLS):
+            _epoch_ms(store, process_window_instance, epoch, rng.integers(0, keys, ROWS),
+                      spec=CLOSING_SPEC, time_s=start_s + fill, watermark_us=watermark)
+            epoch += 1
+    store.clear()
+    return statistics.median(times)
 
 
 def measure_one(
@@ -133,4 +175,8 @@ def measure(
                         name = f"{kind}_{layout}_server_cpu_ms_{count}"
                         figures[name] = round(server_ms, 1)
                         print(f"[bench layouts] {name} = {server_ms:.1f}", file=sys.stderr)
+            for count in keys:
+                name = f"{kind}_keyed_closing_cpu_ms_{count}"
+                figures[name] = round(measure_closing(kind, location, count, measured), 1)
+                print(f"[bench layouts] {name} = {figures[name]}", file=sys.stderr, flush=True)
     return figures

@@ -107,11 +107,10 @@ class SortedRunsEntries(KeyedEntries):
     ) -> pa.Table:
         """The due entries: each run's timers <= ``until``, newest version of each (with
         ``combine``, its versions folded)."""
-        parts = []
-        for kg, runs in sorted(self._open(operator, self._rows(operator, key_groups)).items()):
-            due = live_entries(runs[::-1], until, combine)
-            if due.num_rows:
-                parts.append(entries_of(kg, due))
+        opened = self._open(operator, self._rows(operator, key_groups))
+        found_due = live_entries_of_groups(
+            {kg: runs[::-1] for kg, runs in opened.items()}, until, combine)
+        parts = [entries_of(kg, due) for kg, due in sorted(found_due.items()) if due.num_rows]
         found = pa.concat_tables(parts) if parts else keyed.no_entries()
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
@@ -177,16 +176,12 @@ class SortedRunsEntries(KeyedEntries):
         self, groups: Mapping[int, list[Loaded | Run]], combine: Combine | None = None
     ) -> dict[int, list[Loaded | Run]]:
         """Each group with its newest runs merged into one where ``runs_to_merge`` says;
-        the merges without fired timers all in one sort (``live_entries_of_groups``).
+        all the merges in one sort (``live_entries_of_groups``).
         With ``combine``, a merge that takes in a run of whole values goes down to the
         group's oldest run, so that a merged run holds deltas only or whole values only."""
         counts = {kg: _merge_count(group, combine) for kg, group in groups.items()}
-        plain = {
-            kg: [g for g in group[-counts[kg] :] if isinstance(g, Loaded)][::-1]
-            for kg, group in groups.items()
-            if counts[kg] and not any(run_of(g).fired for g in group[-counts[kg] :])
-        }
-        together = live_entries_of_groups(plain, combine) if plain else {}
+        merging = {kg: group[-counts[kg] :][::-1] for kg, group in groups.items() if counts[kg]}
+        together = live_entries_of_groups(merging, combine=combine) if merging else {}
         return {
             kg: self._merged_group(group, counts[kg], together.get(kg), combine)
             for kg, group in groups.items()

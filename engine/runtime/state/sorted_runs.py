@@ -451,15 +451,27 @@ def live_entries(
 
 
 def live_entries_of_groups(
-    groups: Mapping[int, Sequence[Loaded]], combine: Combine | None = None
+    groups: Mapping[int, Sequence[Loaded | Run]],
+    until: int | None = None,
+    combine: Combine | None = None,
 ) -> dict[int, pa.Table]:
-    """``live_entries`` of several key groups' runs (each group's newest first, none with
-    fired timers), in one sort over all of them: a commit merges most of its groups' runs,
-    and one sort per group cost more in calls than in rows. Exact per group, as
-    ``live_entries``, should different entries of a group share a hash."""
+    """``live_entries`` of several key groups' runs (each group's newest first), in one sort
+    over all of them: a commit merges most of its groups' runs, and a closing epoch fires
+    the timers of every group; one sort and one fold per group cost more in calls than in
+    rows. A newer run's fired timers hide an older run's entries of those timers, as in
+    ``live_entries``. Exact per group, as ``live_entries``, should different entries of a
+    group share a hash."""
     for runs in groups.values():
         _refuse_deltas(runs, combine)
-    loaded = [(kg, run) for kg in sorted(groups) for run in groups[kg] if run.table.num_rows]
+    loaded: list[tuple[int, Loaded]] = []
+    for kg in sorted(groups):
+        hidden: set[int] = set()
+        for item in groups[kg]:
+            if isinstance(item, Loaded) and item.table.num_rows:
+                kept = _live_rows(item, until, hidden)
+                if kept.table.num_rows:
+                    loaded.append((kg, kept))
+            hidden.update(run_of(item).fired)
     if not loaded:
         return {kg: RUN_SCHEMA.empty_table() for kg in groups}
     sizes = [run.table.num_rows for _, run in loaded]
@@ -479,7 +491,7 @@ def live_entries_of_groups(
             pc.equal(fields.take(repeat + 1), fields.take(repeat)).to_numpy(zero_copy_only=False)
         )
         if not same.all():  # different entries of a group share a hash: rare
-            return {kg: live_entries(runs, combine=combine) for kg, runs in groups.items()}
+            return {kg: live_entries(runs, until, combine) for kg, runs in groups.items()}
         first[repeat + 1] = False
     if combine is None:
         table = table.filter(first)
@@ -494,6 +506,25 @@ def live_entries_of_groups(
         kg: table.slice(int(start), int(end - start))
         for kg, start, end in zip(groups, starts, ends, strict=True)
     }
+
+
+def _live_rows(loaded: Loaded, until: int | None, hidden: set[int]) -> Loaded:
+    """``loaded`` without the rows a newer run's fired timers hide (``hidden``), and with
+    ``until``, without those whose timers are later."""
+    if until is None and not hidden:
+        return loaded
+    if until is not None and loaded.timers.min() > until:  # none due: most epochs
+        keep = np.zeros(len(loaded.timers), dtype=bool)
+    else:
+        keep = np.ones(len(loaded.timers), dtype=bool)
+        if until is not None:
+            keep &= loaded.timers <= until
+        if hidden:
+            keep &= ~np.isin(loaded.timers, np.fromiter(hidden, np.int64, len(hidden)))
+    if keep.all():
+        return loaded
+    return Loaded(loaded.run, loaded.table.filter(pa.array(keep)), loaded.hashes[keep],
+                  loaded.timers[keep])
 
 
 def _newest_of_each(

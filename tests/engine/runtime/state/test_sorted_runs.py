@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import uuid
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -545,3 +546,43 @@ def test_a_merge_taking_in_whole_values_over_older_ones_takes_all(runs_store) ->
     assert values == {**{f"k{i}": 100 for i in range(12)}, "k0": 7, "k1": 102}
     (row,) = store._rows("op", [0]).values()
     assert [(run.rows, run.delta) for run in row.runs] == [(12, False)]
+
+
+_RUN = st.one_of(
+    # A run of entries (timer, field -> count), whole values or deltas, and its fired timers.
+    st.tuples(
+        st.dictionaries(st.tuples(st.sampled_from([10, 20, 30]), st.sampled_from("abcd")),
+                        st.integers(1, 9), min_size=1, max_size=6),
+        st.booleans(),
+        st.sets(st.sampled_from([10, 20, 30]), max_size=1),
+    ),
+    # Fired timers alone.
+    st.sets(st.sampled_from([10, 20, 30]), min_size=1, max_size=2),
+)
+
+
+def _made_run(made: Any) -> Loaded | Run:
+    if isinstance(made, (set, frozenset)):
+        return Run(None, 0, tuple(sorted(made)))
+    entries, delta, fired = made
+    timers = pa.array([t for t, _ in entries], pa.int64())
+    fields = pa.array([f for _, f in entries], pa.string())
+    hashes = entry_hashes(timers, fields)
+    loaded = _run_with_hashes([(int(h), t, f, str(entries[(t, f)]))
+                               for h, (t, f) in zip(hashes, entries, strict=True)])
+    loaded.run = Run("f", len(entries), tuple(sorted(fired)), delta=delta)
+    return loaded
+
+
+@settings(max_examples=150, deadline=None)
+@given(groups=st.dictionaries(st.integers(0, 5), st.lists(_RUN, min_size=1, max_size=4),
+                              min_size=1, max_size=4),
+       until=st.sampled_from([None, 15, 25, 35]))
+def test_entries_found_together_are_each_groups_own(groups, until) -> None:  # type: ignore[no-untyped-def]
+    """Merges and fired timers of several groups found in one sort, fired timers hiding
+    older entries and deltas folded, are what each group's runs hold on their own."""
+    runs = {kg: [_made_run(made) for made in made_runs] for kg, made_runs in groups.items()}
+    together = live_entries_of_groups(runs, until, combine=_sums)
+    for kg, newest_first in runs.items():
+        assert together[kg].to_pylist() == live_entries(
+            newest_first, until, combine=_sums).to_pylist()

@@ -467,7 +467,8 @@ def live_entries_of_groups(
     for kg in sorted(groups):
         hidden: set[int] = set()
         for item in groups[kg]:
-            if isinstance(item, Loaded) and item.table.num_rows:
+            if isinstance(item, Loaded) and item.table.num_rows and (
+                    until is None or item.timers.min() <= until):  # most epochs: none due
                 kept = _live_rows(item, until, hidden)
                 if kept.table.num_rows:
                     loaded.append((kg, kept))
@@ -513,14 +514,11 @@ def _live_rows(loaded: Loaded, until: int | None, hidden: set[int]) -> Loaded:
     ``until``, without those whose timers are later."""
     if until is None and not hidden:
         return loaded
-    if until is not None and loaded.timers.min() > until:  # none due: most epochs
-        keep = np.zeros(len(loaded.timers), dtype=bool)
-    else:
-        keep = np.ones(len(loaded.timers), dtype=bool)
-        if until is not None:
-            keep &= loaded.timers <= until
-        if hidden:
-            keep &= ~np.isin(loaded.timers, np.fromiter(hidden, np.int64, len(hidden)))
+    keep = np.ones(len(loaded.timers), dtype=bool)
+    if until is not None:
+        keep &= loaded.timers <= until
+    if hidden:
+        keep &= ~np.isin(loaded.timers, np.fromiter(hidden, np.int64, len(hidden)))
     if keep.all():
         return loaded
     return Loaded(loaded.run, loaded.table.filter(pa.array(keep)), loaded.hashes[keep],

@@ -37,7 +37,6 @@ from engine.runtime.state.sorted_runs import (
     entry_hashes,
     entry_order,
     find,
-    live_entries,
     live_entries_of_groups,
     one_chunk,
     run_of,
@@ -188,20 +187,16 @@ class SortedRunsEntries(KeyedEntries):
         }
 
     def _merged_group(
-        self,
-        group: list[Loaded | Run],
-        count: int,
-        merged: pa.Table | None,
+        self, group: list[Loaded | Run], count: int, merged: pa.Table | None,
         combine: Combine | None = None,
     ) -> list[Loaded | Run]:
         """``group`` with its ``count`` newest runs merged into one (``merged``: their live
-        entries, if already found)."""
+        entries, found with the other groups')."""
         if not count:
             return group
+        assert merged is not None
         merging = group[-count:]
         self.bytes_read += sum(g.table.nbytes for g in merging if isinstance(g, Loaded))
-        if merged is None:
-            merged = live_entries(merging[::-1], combine=combine)
         fired: tuple[int, ...] = ()
         if count < len(group):  # older runs remain: the merged run still hides their timers
             fired = tuple(sorted({t for g in merging for t in run_of(g).fired}))

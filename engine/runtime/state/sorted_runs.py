@@ -419,28 +419,10 @@ def live_entries(
     ``combine``, each entry's versions folded, newest first down to its newest whole value.
     Sorted by hash, as a run."""
     _refuse_deltas(runs, combine)
-    parts = []
-    hidden: set[int] = set()
-    for rank, loaded in enumerate(runs):
-        run = loaded.run if isinstance(loaded, Loaded) else loaded
-        if isinstance(loaded, Loaded) and loaded.table.num_rows:
-            if until is not None and loaded.timers.min() > until:  # none due: most epochs
-                hidden.update(run.fired)
-                continue
-            table = loaded.table
-            keep = None
-            if until is not None:
-                keep = pc.less_equal(table[TIMER], until)
-            if hidden:
-                alive = pc.invert(pc.is_in(table[TIMER], pa.array(sorted(hidden), pa.int64())))
-                keep = alive if keep is None else pc.and_(keep, alive)
-            if keep is not None:
-                table = table.filter(keep)
-            if table.num_rows:
-                parts.append(
-                    table.append_column("rank", pa.array(np.full(table.num_rows, rank), pa.int32()))
-                )
-        hidden.update(run.fired)
+    parts = [
+        kept.table.append_column("rank", pa.array(np.full(kept.table.num_rows, rank), pa.int32()))
+        for rank, kept in _live_runs(runs, until)
+    ]
     if not parts:
         return RUN_SCHEMA.empty_table()
     table = pa.concat_tables(parts)
@@ -463,16 +445,7 @@ def live_entries_of_groups(
     group share a hash."""
     for runs in groups.values():
         _refuse_deltas(runs, combine)
-    loaded: list[tuple[int, Loaded]] = []
-    for kg in sorted(groups):
-        hidden: set[int] = set()
-        for item in groups[kg]:
-            if isinstance(item, Loaded) and item.table.num_rows and (
-                    until is None or item.timers.min() <= until):  # most epochs: none due
-                kept = _live_rows(item, until, hidden)
-                if kept.table.num_rows:
-                    loaded.append((kg, kept))
-            hidden.update(run_of(item).fired)
+    loaded = [(kg, kept) for kg in sorted(groups) for _, kept in _live_runs(groups[kg], until)]
     if not loaded:
         return {kg: RUN_SCHEMA.empty_table() for kg in groups}
     sizes = [run.table.num_rows for _, run in loaded]
@@ -507,6 +480,21 @@ def live_entries_of_groups(
         kg: table.slice(int(start), int(end - start))
         for kg, start, end in zip(groups, starts, ends, strict=True)
     }
+
+
+def _live_runs(runs: Sequence[Loaded | Run], until: int | None) -> list[tuple[int, Loaded]]:
+    """(rank, the run's live rows) of each of ``runs`` (newest first) that has some: none
+    that a newer run's fired timers hide, and with ``until``, only timers <= it."""
+    found = []
+    hidden: set[int] = set()
+    for rank, item in enumerate(runs):
+        if isinstance(item, Loaded) and item.table.num_rows and (
+                until is None or item.timers.min() <= until):  # most epochs: none due
+            kept = _live_rows(item, until, hidden)
+            if kept.table.num_rows:
+                found.append((rank, kept))
+        hidden.update(run_of(item).fired)
+    return found
 
 
 def _live_rows(loaded: Loaded, until: int | None, hidden: set[int]) -> Loaded:

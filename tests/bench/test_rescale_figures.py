@@ -16,8 +16,7 @@ MERGE_EXTRA_MS = 250.0
 
 
 def _epoch(epoch: int, p: int, ms: float, closing: bool, reads: bool) -> dict[str, Any]:
-    return {"epoch": epoch, "batch_duration_ms": ms, "last_attempt_ms": ms, "attempts": 1,
-            "interval_ms": ms, "operators": {"counts": {
+    return {"epoch": epoch, "batch_duration_ms": ms, "interval_ms": ms, "operators": {"counts": {
                 "instances": p, "rows_out": 100_000 if closing else 0, "groups_replayed": 0,
                 "state_bytes_read": 1000 if reads else 0}}}
 
@@ -74,7 +73,7 @@ def test_a_kind_of_work_no_steady_epoch_did_is_compared_with_its_parallelism_and
         counts = m["operators"]["counts"]
         if counts["instances"] == 4 and not counts["rows_out"] and m["epoch"] not in applied:
             counts["state_bytes_read"] = 0
-            m["batch_duration_ms"] = m["last_attempt_ms"] = 400.0
+            m["batch_duration_ms"] = 400.0
     figures = vsn_figures(run)
     assert "p=4 merging" not in figures["context"]["vsn_median_epoch_ms_by_kind"]
     # Rescales to 4 landing on a merge compare with all of 4's steady non-closing epochs.
@@ -86,6 +85,18 @@ def test_a_rescale_that_costs_more_is_measured_as_such() -> None:
     # 150 ms over 300 to 800 ms steady epochs: 1.19 to 1.5.
     assert 1.18 < figures["rescale_epoch_vs_same_parallelism"] <= 1.5
     assert figures["context"]["rescale_epoch_excess_ms"] == [150] * len(STEPS)
+
+
+def test_the_steady_p99_is_that_of_the_parallelisms_rescaled_to() -> None:
+    run = _run(first_closing=6, rescale_extra_ms=150.0)
+    figures = vsn_figures(run)
+    # The slowest steady epoch at 8, 3 or 4 is one at 8 that closes the windows; the 2
+    # instances the run starts with are no parallelism a rescale went to.
+    assert figures["steady_epoch_s_p99"] == (800.0 + CLOSING_EXTRA_MS) / 1000.0
+    for m in run["epochs"]:
+        if m["operators"]["counts"]["instances"] == 2:
+            m["batch_duration_ms"] = 5000.0
+    assert vsn_figures(run)["steady_epoch_s_p99"] == (800.0 + CLOSING_EXTRA_MS) / 1000.0
 
 
 def test_without_a_steady_epoch_of_the_same_kind_the_figures_say_so() -> None:

@@ -100,12 +100,3 @@ def test_rollup_sums_epochs_into_time_buckets(run):
 def test_rollup_refuses_an_empty_bucket(run):
     with pytest.raises(ValueError, match="bucket_seconds"):
         operator_rollup(run_id=run.pk, since=T0, until=T0, bucket_seconds=0)
-
-
-def test_an_epoch_a_rescale_interrupted_says_how_many_times_it_ran(run):
-    from webapp.runs.selectors import run_metrics
-
-    interrupted = {**_metrics(1, 100), "attempts": 2}
-    run_epoch_record(run_id=run.pk, metrics=_metrics(0, 100), at=T0)
-    run_epoch_record(run_id=run.pk, metrics=interrupted, at=T0 + timedelta(seconds=1))
-    assert [e["attempts"] for e in run_metrics(run=run, since_epoch=0)] == [1, 2]

@@ -275,8 +275,6 @@ class EpochOut(Schema):
     epoch: int
     at: Timestamp
     batch_duration_ms: float | None
-    attempts: int = Field(1, description="runs of the epoch: 2 or more when a rescale or "
-                          "rebalance interrupted it and it ran again under the new plan")
     backlog_rows: int | None
     broker_sources: Any
     latency_ms: LatencyOut

@@ -66,9 +66,6 @@ def epoch_load(metrics: dict[str, Any]) -> dict[str, Any]:
         "epoch": metrics["epoch"],
         "interval_ms": metrics.get("interval_ms"),
         "driver_epoch": metrics.get("driver_epoch"),
-        # Runs of the epoch: 2 or more when a rescale interrupted it and it ran again under
-        # the new plan.
-        "attempts": metrics.get("attempts") or 1,
         "sources": metrics.get("sources") or {},
         "regions": metrics.get("regions") or {},
         "bottleneck": metrics.get("bottleneck"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 
 from engine.runtime.control.channel import ControlChannel
 from engine.runtime.control.commands import Command, parse_command
@@ -28,8 +28,7 @@ Rejection = tuple[str, dict[str, str], str, float]
 
 class ControlListener:
     """Reads ``channel`` after ``cursor`` into a pending list until stopped; ``on_command``
-    is told of each command taken (the driver starts the next epoch at once, or interrupts
-    the running one for a rescale)."""
+    is told of each command taken (the driver starts the next epoch as soon as it can)."""
 
     def __init__(
         self,
@@ -60,16 +59,10 @@ class ControlListener:
         self._stopped.set()
         self._thread.join(timeout=5)
 
-    def drain(self, kinds: Collection[str] | None = None) -> list[Command]:
-        """The commands picked up so far, in order, removed from the pending list; with
-        ``kinds``, only the leading ones of those kinds (the rest keep their order)."""
+    def drain(self) -> list[Command]:
+        """The commands picked up so far, in order, removed from the pending list."""
         with self._lock:
-            taken = len(self._pending)
-            if kinds is not None:
-                taken = next(
-                    (i for i, c in enumerate(self._pending) if c.kind not in kinds), taken
-                )
-            pending, self._pending = self._pending[:taken], self._pending[taken:]
+            pending, self._pending = self._pending, []
         return pending
 
     def pending_stop(self) -> Command | None:

@@ -22,7 +22,7 @@ from engine.dag import JobGraph, state_kind_of
 from engine.planner import plan_job
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
 from engine.runtime.control.channel import ControlChannel, MemoryControlChannel
-from engine.runtime.control.commands import Command
+from engine.runtime.control.commands import WORKLOAD_KINDS, Command
 from engine.runtime.control.listener import ControlListener
 from engine.runtime.control.outbox import RunDeliveries
 from engine.runtime.control.reconfigure import stop_ack
@@ -34,6 +34,7 @@ from engine.runtime.driver.options import RunOptions, run_info
 from engine.runtime.driver.planning import EpochPlanner
 from engine.runtime.driver.query import STOP_MARK, RunQuery, StopRequested
 from engine.runtime.io.streams import paced_by_clock
+from engine.runtime.stage.routing_code import compile_ahead
 from engine.runtime.state import StoreSpec
 
 # How long past its trigger interval a query that reads its sources through Spark may leave
@@ -103,9 +104,11 @@ class JobRun:
             self.deliveries.acks(acks, ended_at_ms=ended_ms)
 
     def _on_command(self, command: Command) -> None:
-        # A rescale interrupts the epoch running now; any command starts the next one at
-        # once (epoch_clock).
-        self.epochs.interrupt(command)
+        # A command starts the next epoch as soon as the running one ends; a rescale's
+        # routing to its new parallelism is compiled meanwhile, off that epoch's path.
+        if command.kind in WORKLOAD_KINDS and command.operator and command.parallelism:
+            compile_ahead(self.spark, command.operator, command.parallelism,
+                          f"streamscale-{self.run_id}:routing-code")
         self.query.wake()
 
     def _epoch(self, batch: DataFrame, epoch: int) -> None:

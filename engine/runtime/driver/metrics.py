@@ -46,7 +46,7 @@ from engine.dag import JobGraph
 from engine.policies.load import LoadModel, load_model
 from engine.runtime.control.run_config import RunConfig
 from engine.runtime.stage.pipeline import EpochResult
-from engine.runtime.stage.regions import AttemptTimes, Region, fused_regions
+from engine.runtime.stage.regions import EpochTimes, Region, fused_regions
 
 
 def epoch_metrics(
@@ -58,7 +58,7 @@ def epoch_metrics(
     batch_ms: float,
     interval_ms: float,
     sources: dict[str, dict[str, Any]],
-    clock: AttemptTimes | None = None,
+    clock: EpochTimes | None = None,
     *,
     watermarks: Mapping[str, int | None] | None = None,
     ended_ms: float | None = None,
@@ -161,8 +161,8 @@ def _keyed(reports: list[dict[str, Any]], parallelism: int) -> dict[str, Any]:
         "region": None,
         "state_bytes_written": sum(r["bytes_written"] for r in reports),
         "state_bytes_read": sum(r.get("bytes_read", 0) for r in reports),
-        # Key groups that already held this epoch (a replay, or an interrupted attempt that
-        # committed them): their stored rows were emitted again, nothing was recomputed.
+        # Key groups that already held this epoch (a replay after a crash): their stored
+        # rows were emitted again, nothing was recomputed.
         "groups_replayed": sum(r.get("groups_replayed", 0) for r in reports),
     }
 
@@ -172,7 +172,7 @@ def _region(
     config: RunConfig,
     operators: dict[str, dict[str, Any]],
     result: EpochResult,
-    clock: AttemptTimes | None,
+    clock: EpochTimes | None,
 ) -> dict[str, Any]:
     """A region's measured figures: its tasks' run time per partition (a sink written on
     the driver, with no Spark job, is timed there) and rows per busy second."""

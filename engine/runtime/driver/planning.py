@@ -14,7 +14,6 @@ from pyspark.sql import DataFrame, SparkSession
 
 from engine.dag import JobGraph
 from engine.planner import PhysicalPlan, plan_job
-from engine.runtime.control.commands import WORKLOAD_KINDS
 from engine.runtime.control.listener import ControlListener
 from engine.runtime.control.reconfigure import apply_commands
 from engine.runtime.control.run_config import (
@@ -87,33 +86,6 @@ class EpochPlanner:
         }
         self.log.write_plan(epoch, plan)
         return plan
-
-    def replan(self, epoch: int, batch: DataFrame, plan: dict[str, Any]) -> dict[str, Any]:
-        """The plan of an epoch whose attempt was interrupted: ``plan`` with the rescales
-        and rebalances picked up since applied (any other command waits for the next
-        epoch, with those behind it), logged in its place before the epoch runs again."""
-        assert self.listener is not None
-        commands = self.listener.drain(WORKLOAD_KINDS)
-        if not commands:
-            return plan
-        config = {op: OperatorConfig.from_dict(c) for op, c in plan["config"].items()}
-        config, acks, stop = self._apply(
-            config, commands, epoch, batch, self._outcome_before(epoch))
-        again = {
-            **plan,
-            "config": {op: c.to_dict() for op, c in config.items()},
-            "cursor": commands[-1].cursor,
-            "acks": [*plan["acks"], *acks],
-            "stop": plan["stop"] or stop,
-        }
-        self.log.write_plan(epoch, again)
-        return again
-
-    def _outcome_before(self, epoch: int) -> dict[str, Any] | None:
-        """The outcome of the latest epoch planned before ``epoch`` (its loads and event
-        times), if any."""
-        previous = self.log.latest_plan(before=epoch)
-        return None if previous is None else self.log.outcome(previous[0])
 
     def _apply(self, config: RunConfig, commands: list[Any], epoch: int, batch: DataFrame,
                outcome: dict[str, Any] | None) -> tuple[RunConfig, list[dict[str, Any]], bool]:

@@ -39,12 +39,10 @@ from engine.runtime.spark.frames import (
     to_spark,
     union,
 )
-from engine.runtime.stage.regions import EpochInterrupted, StageClock
+from engine.runtime.stage.regions import EpochJobs
 from engine.runtime.stage.stateless import STATELESS_TYPES, apply_stateless
 from engine.runtime.stage.vsn_stage import (
     StageEpoch,
-    StageResult,
-    reemitted,
     run_dedupe_stage,
     run_join_stage,
     run_window_stage,
@@ -77,27 +75,6 @@ class EpochResult:
 
 
 @dataclass
-class EarlierAttempts:
-    """What an epoch's void attempts did that the next attempt does not redo: the reports
-    of each keyed stage one ran to its end (every key group then holds the epoch), and the
-    rows each operator was observed to put out (the epoch's rows are the same in every
-    attempt; a replayed stage's input is not computed again)."""
-
-    reports: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    rows_out: dict[str, int] = field(default_factory=dict)
-    stages: dict[str, StageResult] = field(default_factory=dict)
-    """The output of each window aggregate's stage one ran to its end, still cached on the
-    executors, for the next attempt to emit again (``vsn_stage.reemitted``) rather than
-    read back from the store."""
-
-    def release(self) -> None:
-        """Releases the outputs no attempt took (the epoch has ended)."""
-        for stage in self.stages.values():
-            stage.cached.unpersist()
-        self.stages.clear()
-
-
-@dataclass
 class EpochPipeline:
     """One epoch of ``graph`` under ``config``; ``watermarks`` in event-time micros."""
 
@@ -110,9 +87,7 @@ class EpochPipeline:
     source_frames: dict[str, DataFrame] = field(default_factory=dict)
     source_counts: dict[str, int] = field(default_factory=dict)
     """The rows of each clock source in ``source_frames`` (its planned range's length)."""
-    clock: StageClock | None = None
-    earlier: EarlierAttempts = field(default_factory=EarlierAttempts)
-    """What the epoch's void attempts did, shared by its attempts."""
+    clock: EpochJobs | None = None
     closes: dict[str, bool] = field(default_factory=dict)
     """Whether each window aggregate's watermark passes a window's end in the epoch (the
     plan's ``closes``); one not named may."""
@@ -126,9 +101,7 @@ class EpochPipeline:
     _instances: dict[str, int] = field(default_factory=dict)
     _counted: dict[str, int] = field(default_factory=dict)
     _read_by: list[str] = field(default_factory=list)
-    """The keyed operators and sinks whose Spark action read their input this attempt."""
-    _ended: dict[str, StageResult] = field(default_factory=dict)
-    """The window aggregates' stages this attempt ran to their end, with their output kept."""
+    """The keyed operators and sinks whose Spark action read their input."""
 
     def __post_init__(self) -> None:
         if self.plan is None:
@@ -147,38 +120,19 @@ class EpochPipeline:
                 frames[op_id] = self._evaluate(op_id, batch, frames, result, latency_inputs)
             result.sink_commit_s = time.time()
             result.latency_ms = _latency(latency_inputs, result.sink_commit_s)
-        except EpochInterrupted:
-            # A keyed stage this attempt ran to its end (the interrupt that voids the
-            # attempt can come as it ends) is replayed by the next attempt, which does not
-            # compute its input again: the counts of the operators before it are this one's.
-            counted = self._observed(finished_only=True)
-            self.earlier.rows_out.update({op: n for op, n in counted.items() if n is not None})
-            self.hand_on()
-            raise
         finally:
             self.release()
-        result.rows_out.update({op: self.earlier.rows_out.get(op) if n is None else n
-                                for op, n in self._observed().items()})
+        result.rows_out.update(self._observed())
         result.rows_out.update(self._counted)
         result.instances.update(self._instances)
         result.dead_letters = self.dead_letters
         return result
 
     def release(self) -> None:
-        """Releases what the epoch cached on the executors (an attempt's too, if voided)."""
+        """Releases what the epoch cached on the executors."""
         for cached in self._cached:
             cached.unpersist()
         self._cached.clear()
-
-    def hand_on(self) -> None:
-        """Hands the output of the window stages this void attempt ran to their end on to
-        the next attempt (``EarlierAttempts.stages``), kept on the executors: what the
-        instances emitted is the epoch's, whatever the next attempt's plan."""
-        for op_id, stage in self._ended.items():
-            self.earlier.stages[op_id] = stage
-        handed = [stage.cached for stage in self._ended.values()]
-        self._cached = [c for c in self._cached if not any(c is h for h in handed)]
-        self._ended.clear()
 
     def _evaluate(
         self,
@@ -224,7 +178,7 @@ class EpochPipeline:
         if op.type == "window_aggregate":
             window = parse_window_spec(op_id, params)
             rows = to_spark(spark, _unsequenced(inputs))
-            return self._keyed(op_id, run_window_stage, window, rows, result, replays=True)
+            return self._keyed(op_id, run_window_stage, window, rows, result)
         if op.type == "dedupe":
             dedupe = parse_dedupe_spec(op_id, params)
             rows = to_spark(spark, _unsequenced(inputs))
@@ -272,19 +226,12 @@ class EpochPipeline:
 
     def _keyed(
         self, op_id: str, stage_fn: Any, spec: Any, inputs: Any, result: EpochResult,
-        replays: bool = False,
     ) -> Frame:
-        """Runs a keyed operator's VSN stage with this epoch's assignment. A stage that
-        ``replays`` (a window aggregate's) and that an earlier attempt of the epoch ran to
-        its end only re-emits what its key groups stored."""
+        """Runs a keyed operator's VSN stage with this epoch's assignment."""
         config = self.config[op_id]
         self._partitions[op_id] = config.parallelism
         assert config.owners is not None
-        earlier = self.earlier.reports.get(op_id) if replays else None
-        with self._action(op_id, cancellable=True):
-            # Taken only once the action runs: an interrupt before it leaves the earlier
-            # output to the attempt after.
-            handed = self.earlier.stages.pop(op_id, None) if earlier is not None else None
+        with self._action(op_id):
             at = StageEpoch(
                 self.epoch,
                 self.graph.key_groups,
@@ -293,22 +240,13 @@ class EpochPipeline:
                 self.watermarks.get(op_id),
                 self.store,
                 closes=self.closes.get(op_id, True),
-                replay=earlier is not None,
             )
-            stage = reemitted(handed, at) if handed is not None else stage_fn(spec, inputs, at)
-            if stage.ran and not at.replay:
-                self._read_by.append(op_id)
-            # Released with the epoch's other outputs even when an interrupt that came once
-            # the instances ran voids this attempt as the stage ends (a window aggregate's
-            # is handed on to the next attempt then, ``hand_on``).
+            stage = stage_fn(spec, inputs, at)
+            self._read_by.append(op_id)
             if stage.kept:
                 self._cached.append(stage.cached)
-                if replays:
-                    self._ended[op_id] = stage
-            self.earlier.reports.setdefault(op_id, stage.reports)
-        reports = stage.reports if earlier is None else _replayed(earlier, stage.reports)
-        result.stage_reports[op_id] = reports
-        result.rows_out[op_id] = sum(r["rows_out"] for r in reports)
+        result.stage_reports[op_id] = stage.reports
+        result.rows_out[op_id] = sum(r["rows_out"] for r in stage.reports)
         if result.rows_out[op_id] == 0:
             # The instances emitted nothing (their reports count replayed rows too): what
             # follows gets no rows without a Spark job to find that out.
@@ -316,11 +254,9 @@ class EpochPipeline:
         return stage.rows()
 
     @contextmanager
-    def _action(self, op_id: str, cancellable: bool = False) -> Iterator[None]:
-        """Spark jobs of the block, tagged for ``op_id``'s region (see ``regions``); a
-        keyed stage's are ``cancellable`` by an interrupt until its instances start."""
-        clock = self.clock
-        with clock.action(op_id, cancellable) if clock is not None else nullcontext():
+    def _action(self, op_id: str) -> Iterator[None]:
+        """Spark jobs of the block, tagged for ``op_id``'s region (see ``regions``)."""
+        with self.clock.action(op_id) if self.clock is not None else nullcontext():
             yield
 
     def _observe(self, op_id: str, df: DataFrame) -> DataFrame:
@@ -343,17 +279,13 @@ class EpochPipeline:
                 stack.extend(self.graph.parents(op))
         return found
 
-    def _observed(self, finished_only: bool = False) -> dict[str, int | None]:
+    def _observed(self) -> dict[str, int | None]:
         # Only observations an action filled are read (see ``observed``); those of the
         # operators whose rows an action of the epoch read are waited for, as Spark's
-        # listener reports them a moment after the action's job ended. ``finished_only``:
-        # only those (a void attempt's cancelled action may leave a partial count).
+        # listener reports them a moment after the action's job ended.
         counts: dict[str, int | None] = {}
         settle = self._upstream_of(self._read_by)
         for op_id, observation in self._observations.items():
-            if finished_only and op_id not in settle:
-                counts[op_id] = None
-                continue
             done = observed(observation, wait_s=SETTLE_S if op_id in settle else 0.0)
             counts[op_id] = int(observation.get["rows"]) if done else None
             if done and DEAD_LETTER_COUNT in observation.get:
@@ -365,15 +297,6 @@ class EpochPipeline:
 def _row_count() -> Column:
     """The observed row count, built once per process (a column is a JVM object)."""
     return F.count(F.lit(1)).alias("rows")
-
-
-def _replayed(
-    earlier: list[dict[str, Any]], replayed: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """A replayed stage's reports: the earlier attempt's, which read the epoch's input and
-    wrote the state (its rows in, event times and loads per key group), with nothing
-    emitted, then the replay's instances, which emitted the stored rows again."""
-    return [{**report, "rows_out": 0} for report in earlier] + replayed
 
 
 def _total(partitions: list[int | None]) -> int | None:

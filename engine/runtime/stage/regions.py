@@ -10,8 +10,6 @@ store). Each action of an epoch runs in a job group named for the operator it fe
 
 from __future__ import annotations
 
-import statistics
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,17 +19,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from engine.dag import JobGraph, state_kind_of
-from engine.runtime.errors import StreamRuntimeError
 
 _SETTLE_S = 1.0  # how long to wait for Spark's listener to report finished stages
-# A keyed stage is cancelled only while its routing has at least this long left to run, as
-# its recent epochs' routing took (and at least this share of it): Spark's status tracker
-# reports the instances' start a little behind them, and a cancel that reaches them kills
-# their Python workers, which the next attempt starts again (~1 s for an epoch of 3
-# instances on 2 cores, measured in ``bench rescale``).
-_ROUTING_LEFT_MS = 50.0
-_ROUTING_LEFT_SHARE = 0.25
-_ROUTING_EPOCHS = 5  # recent epochs whose routing times are looked up
 
 
 @dataclass(frozen=True)
@@ -77,181 +66,34 @@ def _stateless_chain(graph: JobGraph, op_id: str) -> list[str]:
     return sorted(found, key=order.index)
 
 
-class EpochInterrupted(StreamRuntimeError):
-    """Raised out of an epoch's action that ``StageClock.interrupt`` cancelled (or that
-    finished as the interrupt came): the epoch's attempt is void and it runs again."""
-
-
-class StageClock:
-    """Tags an epoch's Spark actions by the operator they feed, reads back the run time of
-    their tasks, and interrupts the epoch's attempt for a reconfiguration."""
+class EpochJobs:
+    """Tags an epoch's Spark actions by the operator they feed (a job group each), so that
+    the run time of their tasks can be read back once the epoch ended."""
 
     def __init__(self, spark: SparkSession, prefix: str) -> None:
         self._sc = spark.sparkContext
         self._prefix = prefix
         self.epoch = -1
-        self.attempt = 0
-        self._lock = threading.Lock()
-        self._open = False  # an attempt runs and may be interrupted
-        self._running: str | None = None  # the operator whose action runs now
-        self._cancellable = False  # whether its Spark jobs may be cancelled
-        self._done: set[str] = set()  # operators whose actions this attempt finished
-        self._interrupted = False
-        self._void_after: str | None = None  # an interrupt that lets this action end first
 
-    def _group(self, op_id: str, epoch: int | None = None) -> str:
-        """The job group of ``op_id``'s action in the current attempt, or in the first
-        attempt of ``epoch``."""
-        if epoch is not None:
-            return f"{self._prefix}:{epoch}:{op_id}"
-        suffix = f":{self.attempt}" if self.attempt else ""
-        return f"{self._prefix}:{self.epoch}{suffix}:{op_id}"
-
-    @property
-    def running(self) -> str | None:
-        """The operator whose action runs now, if any."""
-        with self._lock:
-            return self._running
-
-    def begin(self, epoch: int, attempt: int, interruptible: bool = True) -> None:
-        """An attempt of ``epoch`` starts (the first is 0); ``interruptible`` if
-        ``interrupt`` may void it."""
-        with self._lock:
-            self.epoch, self.attempt = epoch, attempt
-            self._open, self._running, self._done = interruptible, None, set()
-            self._interrupted, self._void_after = False, None
-
-    def end(self) -> None:
-        """The attempt ended: nothing interrupts it any more."""
-        with self._lock:
-            self._open = False
-
-    def interrupt(self, op_id: str, cancel: bool = True) -> bool:
-        """Voids the running attempt unless ``op_id``'s action in it has finished (or it
-        may not be interrupted). With ``cancel``, the action running now has its Spark jobs
-        cancelled and raises EpochInterrupted, as does the next one to start if none runs.
-        Without, the attempt runs on to the end of ``op_id``'s action, which raises it
-        then (a stage whose next attempt replays it from the store for less than running
-        it again costs). Safe to call from any thread; True if the attempt will end so."""
-        with self._lock:
-            if not self._open or self._interrupted or op_id in self._done:
-                return False
-            self._interrupted = True
-            self._void_after = None if cancel else op_id
-            attempt = (self.epoch, self.attempt)
-        if cancel:
-            threading.Thread(target=self._cancel_running, args=(attempt,),
-                             name="epoch-interrupt", daemon=True).start()
-        return True
-
-    def _cancel_running(self, attempt: tuple[int, int]) -> None:
-        """Cancels the running action's job group, its jobs running and those it submits
-        later: an action may submit one after another, and one still planning its query
-        (30-65 ms for a keyed stage's, on the driver) has submitted none yet; a job
-        submitted after the cancel fails before any of its tasks starts. Only while a
-        keyed stage routes its rows: once its instances run, cancelling would kill their
-        Python workers (the next attempt would start new ones, ~0.3 s each), so the
-        attempt is left to end; the key groups it commits are replayed by the next one.
-        Between two actions there is none to cancel, and none starts after the interrupt:
-        ``action`` ends the attempt before it runs anything."""
-        with self._lock:
-            if (self.epoch, self.attempt) != attempt or not self._open or self._running is None:
-                return  # the interrupted attempt has ended, or no action runs in it
-            op_id, cancellable = self._running, self._cancellable
-            group = self._group(op_id)
-        if cancellable and not self._instances_started(group) and not self._routing_ends_soon(
-                op_id, group, attempt[0]):
-            self._sc._jsc.sc().cancelJobGroupAndFutureJobs(group)
-
-    def _routing_ends_soon(self, op_id: str, group: str, epoch: int) -> bool:
-        """Whether the routing of ``group``'s running job has less left to run than the
-        margin (``_ROUTING_LEFT_MS``, ``_ROUTING_LEFT_SHARE``), as long as the recent epochs'
-        routing of the same operator took (the median); False with none to go by, or no
-        job submitted yet (a job submitted after the cancel fails before its tasks)."""
-        started = [start for start, _ in self._routing_times(group)]
-        if not started:
-            return False
-        took = [end - start for e in range(epoch - 1, max(epoch - 1 - _ROUTING_EPOCHS, -1), -1)
-                for start, end in self._routing_times(self._group(op_id, e))
-                if end is not None]
-        if not took:
-            return False
-        typical = statistics.median(took)
-        left = max(_ROUTING_LEFT_MS, _ROUTING_LEFT_SHARE * typical)
-        return time.time() * 1000.0 - min(started) > typical - left
-
-    def _routing_times(self, group: str) -> list[tuple[float, float | None]]:
-        """(routing stages' submission, instances' submission or None) in ms of each job
-        of ``group`` with a shuffle, as Spark's status tracker has them."""
-        stages = self._sc._jsc.statusTracker()
-        found = []
-        for ids in job_stages(self._sc, group):
-            if len(ids) < 2:
-                continue
-            *routing, instances = [stages.getStageInfo(s) for s in ids]
-            submitted = [r.submissionTime() for r in routing if r is not None]
-            submitted = [t for t in submitted if t > 0]
-            if not submitted:
-                continue
-            end = instances.submissionTime() if instances is not None else -1
-            found.append((float(min(submitted)), float(end) if end > 0 else None))
-        return found
-
-    def _instances_started(self, group: str) -> bool:
-        """Whether a job of ``group`` has written its shuffle: the stages before its last
-        (a keyed stage's instances) have no task left to run, or the last has begun. As
-        Spark's status tracker reports it, a little behind the tasks themselves."""
-        tracker = self._sc.statusTracker()
-        for ids in job_stages(self._sc, group):
-            found = [tracker.getStageInfo(s) for s in ids]
-            stages = [s for s in found if s is not None]
-            if len(stages) < 2 or len(stages) < len(found):
-                continue
-            *routing, instances = stages
-            if instances.numActiveTasks or instances.numCompletedTasks or all(
-                s.numCompletedTasks >= s.numTasks for s in routing
-            ):
-                return True
-        return False
+    def begin(self, epoch: int) -> None:
+        """``epoch`` starts: its actions run in job groups of their own."""
+        self.epoch = epoch
 
     @contextmanager
-    def action(self, op_id: str, cancellable: bool = False) -> Iterator[None]:
-        """Runs the block's Spark jobs in the job group of ``op_id`` in the current epoch;
-        raises EpochInterrupted instead of the block's result if the attempt was
-        interrupted before or while it ran. An interrupt cancels the jobs of a
-        ``cancellable`` action (a keyed stage) until its instances start; any other action
-        runs to its end first. An interrupt that lets an operator's action end first
-        (``interrupt(op, cancel=False)``) voids the attempt at that action's end only."""
-        with self._lock:
-            if self._interrupted and self._void_after is None:
-                raise EpochInterrupted(f"epoch {self.epoch} interrupted before {op_id!r}")
-            self._running, self._cancellable = op_id, cancellable
+    def action(self, op_id: str) -> Iterator[None]:
+        """Runs the block's Spark jobs in the job group of ``op_id`` in the current epoch."""
         self._sc.setJobGroup(self._group(op_id), f"{self._prefix} epoch {self.epoch} {op_id}")
         try:
             yield
-        except Exception as exc:
-            if self._finish(op_id):
-                raise EpochInterrupted(f"epoch {self.epoch} interrupted in {op_id!r}") from exc
-            raise
-        else:
-            if self._finish(op_id):
-                raise EpochInterrupted(f"epoch {self.epoch} interrupted in {op_id!r}")
         finally:
             self._sc.setJobGroup(f"{self._prefix}:other", f"{self._prefix} other")
 
-    def _finish(self, op_id: str) -> bool:
-        """Marks ``op_id``'s action finished; whether the attempt is void from here."""
-        with self._lock:
-            self._running = None
-            self._done.add(op_id)
-            if self._void_after is not None:
-                return op_id == self._void_after
-            return self._interrupted
+    def times(self) -> EpochTimes:
+        """The task times of the current epoch, readable after it ended."""
+        return EpochTimes(self._sc, self._group(""))
 
-    def times(self) -> AttemptTimes:
-        """The task times of the current attempt, readable after it ended: the next
-        attempt's actions run in job groups of their own."""
-        return AttemptTimes(self._sc, self._group(""))
+    def _group(self, op_id: str) -> str:
+        return f"{self._prefix}:{self.epoch}:{op_id}"
 
 
 def job_stages(sc: Any, group: str) -> list[list[int]]:
@@ -266,8 +108,8 @@ def job_stages(sc: Any, group: str) -> list[list[int]]:
 
 
 @dataclass(frozen=True)
-class AttemptTimes:
-    """Reads back the run time of one attempt's tasks from Spark's status store, by the
+class EpochTimes:
+    """Reads back the run time of one epoch's tasks from Spark's status store, by the
     job groups its actions ran in (``group_prefix`` + the operator)."""
 
     sc: Any

@@ -12,7 +12,7 @@ be null, ``Routing``), not on the rows or the assignment.
 The compiled classes are cached by code and by the class loader of the thread that compiles
 them, so compiling on the driver does not serve the executors: ``compile_routing`` runs the
 routing of one row as a Spark job (its shuffle's map stage alone), in a job group of its own,
-so that an epoch's interrupt, which reads and cancels the epoch's job groups, never sees it.
+so that the epoch's task times, read by job group, never count it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from the executors.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 from typing import Any
@@ -30,8 +29,8 @@ from engine.runtime.operators.join import LEFT, RIGHT, SIDE, JoinSpec
 from engine.runtime.operators.window_spec import WINDOW_END, WINDOW_START, WindowSpec
 from engine.runtime.operators.window_worker import window_state_schema
 from engine.runtime.stage import routing_code
-from engine.runtime.stage.vsn_worker import REPORT, EpochTask, InstanceReport, run_instance
-from engine.runtime.state import StoreSpec, open_store
+from engine.runtime.stage.vsn_worker import REPORT, EpochTask, run_instance
+from engine.runtime.state import StoreSpec
 
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
@@ -52,9 +51,6 @@ class StageResult:
     kept: bool = True
     """Whether ``cached`` is kept on the executors (to release): not for an epoch whose
     output was the reports alone."""
-    ran: bool = True
-    """Whether the instances ran as a Spark job: not for a replay the driver found had
-    nothing to re-emit (``_replayed_without_job``)."""
 
     @property
     def schema(self) -> T.StructType:
@@ -88,10 +84,6 @@ class StageEpoch:
     closes: bool = True
     """Whether the watermark may close a window in the epoch (a window aggregate's
     instances emit nothing otherwise)."""
-    replay: bool = False
-    """Whether an earlier attempt of the epoch ran the stage to its end, so that every key
-    group holds the epoch: the instances re-emit what they stored, and no input is routed
-    to them, as they would drop all of it."""
 
 
 @lru_cache(maxsize=64)
@@ -162,13 +154,8 @@ def run_window_stage(spec: WindowSpec, df: DataFrame, at: StageEpoch) -> StageRe
     """Runs one epoch of a window aggregate through the VSN instances."""
     rows = stage_input(spec, df, at.key_groups)
     struct = output_struct(spec, rows)
-    reports = _replayed_without_job(spec, at) if at.replay and not at.closes else None
-    if reports is not None:  # ``rows``, not read: nothing was emitted
-        emitted = T.StructType([f for f in struct.fields if f.name != REPORT])
-        stage = StageResult(cached=rows, reports=reports, emitted=emitted, kept=False, ran=False)
-    else:
-        state_schema = window_state_schema(spec, _arrow_schema(rows, rows.schema))
-        stage = _run_stage(spec, rows, struct, at, state_schema)
+    state_schema = window_state_schema(spec, _arrow_schema(rows, rows.schema))
+    stage = _run_stage(spec, rows, struct, at, state_schema)
     return replace(stage, timestamps=(WINDOW_START, WINDOW_END))
 
 
@@ -249,14 +236,11 @@ def _run_stage(
     their output is not cached in an epoch in which they cannot emit (``at.closes``)."""
     task = EpochTask(
         spec, at.store, at.epoch, at.watermark_us, at.owners, _arrow_schema(rows, struct),
-        state_schema, replay=at.replay,
+        state_schema,
     )
     emitted = T.StructType([f for f in struct.fields if f.name != REPORT])
-    if at.replay:  # partition i is instance i, with one row it ignores
-        routed = rows.sparkSession.range(0, at.parallelism, 1, at.parallelism)
-    else:
-        routing_code.routed(spec.operator, rows, at.parallelism)
-        routed = rows.repartitionById(at.parallelism, instance_column(task.owners))
+    routing_code.routed(spec.operator, rows, at.parallelism)
+    routed = rows.repartitionById(at.parallelism, instance_column(task.owners))
     output = routed.mapInArrow(partial(run_instance, task), struct)
     if not at.closes:
         found, reports = _reports_of(output, struct)
@@ -265,43 +249,6 @@ def _run_stage(
         return StageResult(cached=found, reports=reports, emitted=emitted)
     cached, reports = _run_instances(output)
     return StageResult(cached=cached, reports=reports, emitted=emitted)
-
-
-def reemitted(earlier: StageResult, at: StageEpoch) -> StageResult:
-    """The replay of a stage that an earlier attempt of the epoch ran to its end, from that
-    attempt's output, still cached on the executors: its instances emitted what their key
-    groups stored, which the replay's instances would read back from the store and emit
-    again, a Spark job. No job runs. Each instance's report names the groups it owns under
-    ``at`` (every key group holds the epoch); the rows are counted on the first, as the
-    output does not say which group emitted each."""
-    reports = [InstanceReport(instance=i) for i in range(at.parallelism)]
-    for owner in at.owners:
-        reports[owner].groups_replayed += 1
-    reports[0].rows_out = sum(r["rows_out"] for r in earlier.reports)
-    return replace(earlier, reports=[dict(report.__dict__) for report in reports], ran=False)
-
-
-def _replayed_without_job(spec: WindowSpec, at: StageEpoch) -> list[dict[str, Any]] | None:
-    """The replay of a window aggregate's epoch that closes no window, done from the store
-    on the driver: the instances would only re-emit what the key groups holding the epoch
-    stored, and fire no timer. None (the instances replay it) if one of them stored rows,
-    or if the operator's state is in whole groups. Each instance's report says the groups
-    it owns that hold the epoch."""
-    started = time.perf_counter()
-    store = open_store(at.store)
-    if not store.keyed_windows_for(spec.operator):
-        return None
-    read_before = store.bytes_read
-    marks = store.marks(spec.operator, range(at.key_groups))
-    held = sorted(kg for kg, epoch in marks.items() if epoch >= at.epoch)
-    if any(rows.num_rows for rows in store.read_emitted(spec.operator, held).values()):
-        return None
-    reports = [InstanceReport(instance=i) for i in range(at.parallelism)]
-    for kg in held:
-        reports[at.owners[kg]].groups_replayed += 1
-    reports[0].bytes_read = store.bytes_read - read_before
-    busy_ms = (time.perf_counter() - started) * 1000.0
-    return [{**report.__dict__, "busy_ms": busy_ms / at.parallelism} for report in reports]
 
 
 def _reports_of(
@@ -329,8 +276,8 @@ def _run_instances(output: DataFrame) -> tuple[DataFrame, list[dict[str, Any]]]:
         # cost the driver one more analysis of the plan, every epoch.
         collected = output.where(F.col(REPORT).isNotNull()).collect()
     except BaseException:
-        # An interrupted attempt's output, partly computed, is not the epoch's: released
-        # here, as the caller never gets it to release.
+        # A failed epoch's output, partly computed: released here, as the caller never
+        # gets it to release.
         output.unpersist()
         raise
     return output, [json.loads(row[REPORT]) for row in collected]

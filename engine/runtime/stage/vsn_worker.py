@@ -37,9 +37,6 @@ class EpochTask:
     owners: tuple[int, ...]
     output_schema: pa.Schema
     state_schema: pa.Schema | None = None  # a window's entries: keys and partials
-    replay: bool = False
-    """Every key group committed the epoch in an earlier attempt: the instance re-emits
-    what its groups stored and gets no input (one row per partition, not the stage's)."""
 
 
 @dataclass
@@ -84,7 +81,7 @@ def run_instance(task: EpochTask, batches: Iterator[pa.RecordBatch]) -> Iterator
     started = time.perf_counter()
     context = TaskContext.get()
     report = InstanceReport(instance=context.partitionId() if context is not None else 0)
-    table = pa.Table.from_batches(received) if received and not task.replay else None
+    table = pa.Table.from_batches(received) if received else None
     store = open_store(task.store)
     read_before = store.bytes_read
     if isinstance(task.spec, WindowSpec):

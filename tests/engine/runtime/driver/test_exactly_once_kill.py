@@ -81,8 +81,8 @@ def test_sigkill_at_random_points_then_restart_is_exactly_once(
         # restart, not the start-up time.
         assert wait_for_epoch_line(lines, proc, 300), "no epoch before the kill"
         if kills % 3 == 1:
-            # Kill while a reconfiguration is being installed: mostly while the epoch it
-            # interrupted runs again under the new plan (its plan is logged before that).
+            # Kill while a reconfiguration is being installed: mostly while the first epoch
+            # under the new plan runs (its plan is logged before that).
             requests.append(
                 request_reconfiguration(
                     channel,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 from engine import policies
-from engine.dag import output_columns, parse_job_graph
+from engine.dag import output_columns, parse_job_graph, planning_job_graph
 from engine.dag.model import JobGraph
 from engine.errors import EngineError, ProblemsError
 from engine.planner import plan_job
@@ -70,6 +70,12 @@ def _graph(path: str) -> JobGraph:
     return _checked(path, parse_job_graph)
 
 
+def _structure(path: str) -> JobGraph:
+    """The graph as the policies read it: its structure checked, its expressions not (that
+    starts Spark's SQL parser; ``validate`` does it)."""
+    return _checked(path, planning_job_graph)
+
+
 def _rates(path: str, graph: JobGraph) -> Rates:
     return _checked(path, lambda doc: policies.parse_rates(doc, graph))
 
@@ -97,13 +103,13 @@ def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_etp(args: argparse.Namespace) -> dict[str, Any]:
     """ETP and congestion from rates."""
-    graph = _graph(args.dag)
+    graph = _structure(args.dag)
     return policies.compute_etp(graph, _rates(args.rates, graph), args.threshold).to_dict()
 
 
 def cmd_scale_out(args: argparse.Namespace) -> dict[str, Any]:
     """Stela scale-out by N instances."""
-    graph = _graph(args.dag)
+    graph = _structure(args.dag)
     rates = _rates(args.rates, graph)
     return _policy(lambda: policies.plan_scale_out(graph, rates, args.instances,
                                                    args.threshold)).to_dict()
@@ -111,7 +117,7 @@ def cmd_scale_out(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_scale_in(args: argparse.Namespace) -> dict[str, Any]:
     """Stela scale-in of N machines."""
-    graph = _graph(args.dag)
+    graph = _structure(args.dag)
     rates = _rates(args.rates, graph)
     placement = _checked(args.placement, lambda doc: policies.parse_placement(doc, graph))
     return _policy(lambda: policies.plan_scale_in(graph, rates, placement, args.machines,
@@ -120,7 +126,7 @@ def cmd_scale_in(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_recommend(args: argparse.Namespace) -> dict[str, Any]:
     """DS2 recommended parallelism."""
-    graph = _graph(args.dag)
+    graph = _structure(args.dag)
     rates = _rates(args.rates, graph)
     parallelism = _policy(lambda: policies.recommend_parallelism(graph, rates, args.target_rate))
     return {"parallelism": parallelism}

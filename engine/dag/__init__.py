@@ -10,7 +10,12 @@ from engine.dag.params import params_with_defaults
 from engine.dag.schema import output_columns
 from engine.dag.state import key_columns_of, max_parallelism, pinned_reason, state_kind_of
 from engine.dag.syntax import interval_seconds
-from engine.dag.validate import parse_job_graph, stored_job_graph, validate_graph
+from engine.dag.validate import (
+    parse_job_graph,
+    planning_job_graph,
+    stored_job_graph,
+    validate_graph,
+)
 
 __all__ = [
     "DEFAULT_KEY_GROUPS",
@@ -26,6 +31,7 @@ __all__ = [
     "output_columns",
     "params_with_defaults",
     "parse_job_graph",
+    "planning_job_graph",
     "pinned_reason",
     "state_kind_of",
     "stored_job_graph",

@@ -53,6 +53,27 @@ def stored_job_graph(doc: Any) -> JobGraph:
     return _graph_of(raw)
 
 
+def planning_job_graph(doc: Any) -> JobGraph:
+    """A JobGraph checked for what planning reads (its shape, its operators' types, its
+    structure and pinned parallelism), not its params, expressions or columns: the policies
+    (ETP, scale-out, scale-in, DS2) need the graph's structure alone, and checking
+    expressions starts Spark's SQL parser, a JVM. ``parse_job_graph`` does the full check.
+
+    Raises DagValidationError listing every structural problem found.
+    """
+    raw = read_document(doc)
+    graph = _graph_of(raw)
+    problems = list(raw.problems)
+    if raw.operators:
+        problems += [_unknown_type(op.id, op.type) for op in graph.operators
+                     if op.type not in OPERATOR_TYPES]
+        problems += cycle_problems(graph) + role_problems(graph) + reachability_problems(graph)
+        problems += source_reachability_problems(graph) + parallelism_problems(graph)
+    if problems:
+        raise DagValidationError(_unique(problems))
+    return graph
+
+
 def _graph_of(raw: RawDocument) -> JobGraph:
     return JobGraph(name=raw.name, key_groups=raw.key_groups,
                     operators=tuple(raw.operators), edges=tuple(raw.edges))
@@ -92,12 +113,15 @@ def _type_problems(graph: JobGraph, deadline: float) -> list[Problem]:
         _check_budget(deadline)
         op_type = OPERATOR_TYPES.get(op.type)
         if op_type is None:
-            known = ", ".join(sorted(OPERATOR_TYPES))
-            problems.append(Problem(f"operator {op.id!r}",
-                                    f"unknown type {op.type!r} (known: {known})"))
+            problems.append(_unknown_type(op.id, op.type))
         else:
             problems += param_problems(op, op_type) + source_param_problems(op)
     return problems
+
+
+def _unknown_type(op_id: str, op_type: str) -> Problem:
+    known = ", ".join(sorted(OPERATOR_TYPES))
+    return Problem(f"operator {op_id!r}", f"unknown type {op_type!r} (known: {known})")
 
 
 def _unique(problems: list[Problem]) -> list[Problem]:

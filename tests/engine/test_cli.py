@@ -39,6 +39,32 @@ def test_the_command_line_runs_as_a_program() -> None:
     assert json.loads(done.stdout)
 
 
+@pytest.mark.parametrize("command", [
+    ["etp", "campaign_views.json", "campaign_views_rates.json"],
+    ["scale-out", "campaign_views.json", "campaign_views_rates.json", "--instances", "2"],
+    ["recommend", "campaign_views.json", "campaign_views_rates.json"],
+])
+def test_the_policies_answer_without_starting_spark(command: list[str]) -> None:
+    # The job has a filter expression: checking it would start Spark's SQL parser (a JVM).
+    args = [str(EXAMPLES / a) if a.endswith(".json") else a for a in command]
+    code = ("import runpy, sys; sys.argv = ['engine', *sys.argv[1:]]\n"
+            "try:\n    runpy.run_module('engine', run_name='__main__')\n"
+            "except SystemExit as end:\n    assert not end.code, end.code\n"
+            "loaded = [m for m in sys.modules if m.startswith(('pyspark', 'py4j'))]\n"
+            "assert not loaded, loaded")
+    done = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)
+
+
+def test_the_policies_still_refuse_a_graph_whose_structure_is_wrong(tmp_path: Path) -> None:
+    doc = json.loads((EXAMPLES / "campaign_views.json").read_text())
+    doc["operators"].append({"id": "orphan", "type": "no_such_type", "params": {}})
+    lines = fails("etp", write(tmp_path, "dag.json", doc), "examples/campaign_views_rates.json")
+    assert any("orphan" in line and "unknown type 'no_such_type'" in line for line in lines)
+
+
 def ok(*args: str) -> Any:
     done = run(*args)
     assert done.returncode == 0, done.stderr

@@ -18,6 +18,7 @@ from engine.dag import (
     output_columns,
     parse_job_graph,
 )
+from engine.dag.expressions import Parser, use_parser_loader
 from engine.errors import (
     DagValidationError,
     EngineError,
@@ -53,6 +54,17 @@ from engine.policies import (
     plan_scale_out,
     recommend_parallelism,
 )
+
+
+def _spark_parser() -> Parser:
+    """Spark's SQL parser, which expressions are checked with: the runtime's, imported on
+    first use (it starts a JVM)."""
+    from engine.runtime.spark.sql_parser import parse_expression_tree
+
+    return parse_expression_tree
+
+
+use_parser_loader(_spark_parser)
 
 __all__ = [
     "OPERATOR_TYPES",

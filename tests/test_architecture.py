@@ -12,15 +12,36 @@ ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN = ("django", "channels", "celery", "webapp", "daphne")
 
 
-def _imports(path: Path) -> set[str]:
+def imported_modules(path: Path) -> set[str]:
+    """Every module ``path`` imports, wherever the import sits (module level or inside a
+    function), relative imports resolved, and the literal names given to
+    ``importlib.import_module`` or ``__import__``."""
     tree = ast.parse(path.read_text(), filename=str(path))
+    package = path.relative_to(ROOT).with_suffix("").parts[:-1]
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else ()
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Call) and _dynamic_import(node):
+            names.add(node.args[0].value)  # type: ignore[attr-defined]
     return names
+
+
+def _dynamic_import(call: ast.Call) -> bool:
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    return (name in ("import_module", "__import__") and bool(call.args)
+            and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str))
+
+
+def _imports(path: Path) -> set[str]:
+    """The top-level packages ``path`` imports."""
+    return {name.split(".")[0] for name in imported_modules(path)}
 
 
 def test_engine_source_imports_no_framework():
@@ -59,6 +80,48 @@ def test_webapp_reaches_the_engine_through_its_gateway_only():
     assert users == []
 
 
+ENGINE_DOORS = {"engine.api", "engine.runtime.api"}
+
+
+def test_the_gateway_uses_the_engine_through_its_two_apis_only():
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(
+            name for name in imported_modules(path)
+            if name.split(".")[0] == "engine" and not any(
+                name == door or name.startswith(f"{door}.") for door in ENGINE_DOORS))
+        for path in (ROOT / "webapp" / "engine_gateway").rglob("*.py")
+    }
+    assert {path: bad for path, bad in offenders.items() if bad} == {}
+
+
+PURE_LAYERS = ("dag", "planner", "policies", "mapping", "migration")
+
+
+def test_the_engines_pure_layers_import_nothing_of_the_runtime():
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(
+            name for name in imported_modules(path) if name.startswith("engine.runtime"))
+        for layer in PURE_LAYERS
+        for path in (ROOT / "engine" / layer).rglob("*.py")
+    }
+    assert {path: bad for path, bad in offenders.items() if bad} == {}
+
+
+def test_the_import_walker_sees_local_relative_and_dynamic_imports() -> None:
+    module = ROOT / "engine" / "dag" / "_walker_probe.py"
+    module.write_text(
+        "import importlib\n"
+        "def f():\n"
+        "    from engine.runtime.spark import session\n"
+        "    from ..runtime import cli\n"
+        "    return importlib.import_module('engine.runtime.api')\n")
+    try:
+        found = imported_modules(module)
+    finally:
+        module.unlink()
+    assert {"engine.runtime.spark", "engine.runtime", "engine.runtime.api"} <= found
+
+
 # The runtime's rooms, bottom up: each may import only the rooms listed for it (and the
 # runtime's root exception, ``engine.runtime.errors``). Nothing in a room imports the entry
 # points above them (``engine.runtime.api``, ``engine.runtime.cli``).
@@ -75,22 +138,11 @@ ROOMS: dict[str, set[str]] = {
 WITHOUT_SPARK = ("state", "operators", "control")
 
 
-def _modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
-
-
 def _room_imports(room: str) -> set[str]:
     """The other parts of the runtime (rooms or root modules) that ``room`` imports."""
     parts: set[str] = set()
     for path in (RUNTIME / room).rglob("*.py"):
-        for name in _modules(path):
+        for name in imported_modules(path):
             if name.startswith("engine.runtime."):
                 parts.add(name.split(".")[2])
     return parts - {room}

@@ -8,7 +8,14 @@ from engine.dag.catalog import OPERATOR_TYPES, OperatorType, ParamSpec
 from engine.dag.model import DEFAULT_KEY_GROUPS, Edge, JobGraph, Operator
 from engine.dag.params import params_with_defaults
 from engine.dag.schema import output_columns
-from engine.dag.state import key_columns_of, max_parallelism, pinned_reason, state_kind_of
+from engine.dag.state import (
+    CLOCK_SOURCES,
+    fixed_parallelism_reason,
+    key_columns_of,
+    max_parallelism,
+    pinned_reason,
+    state_kind_of,
+)
 from engine.dag.syntax import interval_seconds
 from engine.dag.validate import (
     parse_job_graph,
@@ -18,6 +25,8 @@ from engine.dag.validate import (
 )
 
 __all__ = [
+    "CLOCK_SOURCES",
+    "fixed_parallelism_reason",
     "DEFAULT_KEY_GROUPS",
     "OPERATOR_TYPES",
     "Edge",

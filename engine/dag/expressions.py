@@ -11,13 +11,13 @@ never reach the host it runs on (``java_method``, ``reflect``, file readers...).
 >>> expression_problems("java_method('java.lang.System', 'getenv', 'X')")
 ["function 'java_method' is not allowed: it reaches the host (calls Java methods)"]
 
-The parser itself needs a JVM and lives in ``engine.runtime.spark.sql_parser``; it is loaded on
-first use so that importing the engine loads no Spark.
+The parser itself needs a JVM and lives in the runtime (``engine.runtime.spark.sql_parser``);
+the engine's package hands this module a loader for it (``use_parser_loader``), called on first
+use, so that importing the engine loads no Spark and this layer imports nothing of the runtime.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import lru_cache
@@ -48,7 +48,14 @@ class ExpressionParserUnavailable(EngineError):
 Parser = Callable[[str], tuple[ExpressionNode, ...]]
 
 _parser: Parser | None = None
+_loader: Callable[[], Parser] | None = None
 _warm = False
+
+
+def use_parser_loader(loader: Callable[[], Parser]) -> None:
+    """How to get Spark's parser when an expression is first checked."""
+    global _loader
+    _loader = loader
 
 
 def set_expression_parser(parser: Parser | None) -> None:
@@ -62,8 +69,9 @@ def set_expression_parser(parser: Parser | None) -> None:
 def _spark_parser() -> Parser:
     global _parser
     if _parser is None:
-        module = importlib.import_module("engine.runtime.spark.sql_parser")
-        _parser = module.parse_expression_tree
+        if _loader is None:
+            raise ExpressionParserUnavailable("no expression parser: none was installed")
+        _parser = _loader()
     return _parser
 
 

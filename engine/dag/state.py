@@ -42,3 +42,15 @@ def pinned_reason(op: Operator) -> str | None:
 def max_parallelism(graph: JobGraph, op: Operator) -> int:
     """The largest parallelism the operator may take: 1 if pinned, else key_groups."""
     return 1 if pinned_reason(op) is not None else graph.key_groups
+
+
+CLOCK_SOURCES = ("source.generator", "source.rate")
+"""Sources whose rows each epoch's plan decides (a row-id range over as many Spark
+partitions as the source's parallelism, which can change live like any operator's)."""
+
+
+def fixed_parallelism_reason(op_type: str) -> str:
+    """Why an operator's parallelism cannot change live (sinks and Spark-read sources)."""
+    if op_type.startswith("source."):
+        return "its partitions are those Spark reads its data in"
+    return "it writes in the stage that feeds it, whose parallelism it follows"

@@ -25,7 +25,12 @@ from typing import Any
 
 from engine.dag.catalog import OPERATOR_TYPES
 from engine.dag.model import JobGraph
-from engine.dag.state import max_parallelism, pinned_reason
+from engine.dag.state import (
+    CLOCK_SOURCES,
+    fixed_parallelism_reason,
+    max_parallelism,
+    pinned_reason,
+)
 from engine.policies.etp import DEFAULT_THRESHOLD
 from engine.policies.load import DEFAULT_DRAIN_S, Epoch, LoadModel, UnitLoad, load_model
 
@@ -243,9 +248,6 @@ def _figures(model: LoadModel) -> dict[str, Any]:
 def parallelism_limits(graph: JobGraph) -> tuple[dict[str, int], dict[str, str]]:
     """Each operator's largest parallelism, and the operators whose parallelism cannot
     change live with the reason: pinned ones, sinks, and sources Spark reads itself."""
-    from engine.runtime.control.run_config import fixed_parallelism_reason
-    from engine.runtime.io.source_load import CLOCK_SOURCES
-
     limits, fixed = {}, {}
     for op in graph.operators:
         limits[op.id] = max_parallelism(graph, op)

@@ -8,40 +8,39 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from engine.dag import (
+from engine.api import (  # noqa: F401 - parser_warm: re-exported
+    MAX_KEY_GROUPS,
+    MAX_NAME_LENGTH,
+    OPERATOR_TYPES,
+    DagValidationError,
+    ExpressionParserUnavailable,
+    describe,
+    document_in_order,
+    initial_config,
+    masked_document,
     max_parallelism,
+    output_columns,
+    parallelism_limits,
     parse_job_graph,
+    parser_warm,
     pinned_reason,
+    plan_job,
     state_kind_of,
     stored_job_graph,
-)
-from engine.dag.document import document_in_order
-from engine.dag.expressions import (  # noqa: F401 - parser_warm: re-exported
-    ExpressionParserUnavailable,
-    parser_warm,
+    unmasked_document,
     warm_up_parser,
 )
-from engine.dag.secrets import masked_document, unmasked_document
-from engine.errors import DagValidationError
-from engine.planner import plan_job
 from webapp.errors import ServiceError
 
 logger = logging.getLogger(__name__)
 
 
 def prepare(*, then: Callable[[], None] | None = None) -> threading.Thread:
-    """Imports the engine modules that requests import on first use, and starts Spark's
-    expression parser in the background (its JVM takes seconds to start, more on a loaded
-    machine), so that a server's first requests do not pay for them: a request that checks
-    a job's expressions, a rescale among them, would otherwise wait for the parser while it
-    holds its run's lock. ``then`` is called once the parser has started (or could not).
-    Returns the parser's start-up thread."""
-    import engine.dag  # noqa: F401
-    import engine.policies.autoscale  # noqa: F401
-    import engine.runtime.control.channel  # noqa: F401
-    import engine.runtime.control.commands  # noqa: F401
-    import engine.runtime.control.run_config  # noqa: F401
-
+    """Starts Spark's expression parser in the background (its JVM takes seconds to start,
+    more on a loaded machine), so that a server's first requests do not pay for it: a
+    request that checks a job's expressions, a rescale among them, would otherwise wait for
+    the parser while it holds its run's lock. ``then`` is called once the parser has started
+    (or could not). Returns the parser's start-up thread."""
     starting = threading.Thread(target=_start_parser, args=(then,),
                                 name="expression-parser-start", daemon=True)
     starting.start()
@@ -101,7 +100,6 @@ def dag_parallelism(document: dict[str, Any]) -> dict[str, int]:
 def dag_assignment(document: dict[str, Any]) -> dict[str, list[list[int]]]:
     """Key-group owners of each keyed operator at the start of a run, as the driver's acks
     show them: [[first key group, last key group, instance], ...]."""
-    from engine.runtime.control.run_config import describe, initial_config
 
     config = initial_config(plan_job(stored_job_graph(document)))
     return {op: describe(config, op)["ranges"] for op, c in config.items() if c.owners is not None}
@@ -115,7 +113,6 @@ def dag_state_kinds(document: dict[str, Any]) -> dict[str, str]:
 def dag_limits(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Per operator: the largest parallelism it may take, if pinned to 1 why, and if its
     parallelism cannot change live (sinks, sources Spark reads itself) why."""
-    from engine.policies.autoscale import parallelism_limits
 
     graph = stored_job_graph(document)
     _, fixed = parallelism_limits(graph)
@@ -139,14 +136,12 @@ def dag_headroom(document: dict[str, Any]) -> dict[str, int]:
 
 def document_limits() -> dict[str, int]:
     """The bounds of a document's own fields, for the editor to show."""
-    from engine.dag.document import MAX_KEY_GROUPS, MAX_NAME_LENGTH
 
     return {"name": MAX_NAME_LENGTH, "key_groups": MAX_KEY_GROUPS}
 
 
 def operator_catalog() -> list[dict[str, Any]]:
     """The operator types with their param schemas, for the editor's palette and forms."""
-    from engine.dag import OPERATOR_TYPES
 
     return [
         {
@@ -165,7 +160,6 @@ def dag_check(document: Any) -> dict[str, Any]:
     problems = dag_problems(document)
     if problems:
         return {"valid": False, "problems": problems}
-    from engine.dag import output_columns
 
     graph = parse_job_graph(document)
     return {"valid": True, "problems": [], "plan": plan_job(graph).to_dict(),

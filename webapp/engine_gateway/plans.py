@@ -11,10 +11,21 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.dag import JobGraph, max_parallelism, pinned_reason, state_kind_of, stored_job_graph
-from engine.planner import diff_plans, plan_job
-from engine.policies import plan_scale_out
-from engine.policies.instances_in import plan_scale_in_instances
+from engine.api import (
+    JobGraph,
+    command_message,
+    diff_plans,
+    logic_change_refused,
+    max_parallelism,
+    parallelism_limits,
+    pinned_reason,
+    plan_job,
+    plan_scale_in_instances,
+    plan_scale_out,
+    state_kind_of,
+    stored_job_graph,
+    weighted_assignment,
+)
 from webapp.engine_gateway.documents import dag_headroom, dag_problems
 from webapp.engine_gateway.rates import measured_rates
 from webapp.errors import ServiceError
@@ -39,7 +50,6 @@ def plan_rescale(document: dict[str, Any], *, operator: Any, parallelism: Any) -
     op = _operator(graph, operator)
     if not isinstance(parallelism, int) or isinstance(parallelism, bool):
         raise _problem("field parallelism", "must be a whole number")
-    from engine.policies.autoscale import parallelism_limits
 
     fixed = parallelism_limits(graph)[1].get(op.id)
     if fixed is not None and pinned_reason(op) is None:
@@ -94,7 +104,6 @@ def plan_logic(document: dict[str, Any], *, operator: Any, params: Any) -> dict[
     if op.type.startswith(("source.", "sink.")):
         raise _problem(f"operator {operator}", LOGIC_FIXED)
     if state_kind_of(op) != "stateless":
-        from engine.runtime.operators.changes import logic_change_refused
 
         reason = logic_change_refused(op.type, op.id, op.params, params)
         if reason is not None:
@@ -129,7 +138,6 @@ def rebalance_weighted_owners(*, key_group_loads: list[float], parallelism: int)
     """The owner of each key group under the weighted assignment a driver installs for a
     rebalance with ``assignment: "weighted"`` (contiguous ranges of even summed load), for
     ``key_group_loads`` (one load per key group)."""
-    from engine.mapping import weighted_assignment
 
     return list(weighted_assignment(key_group_loads, parallelism).owners)
 
@@ -159,7 +167,6 @@ def commands_between(
     before: dict[str, Any], after: dict[str, Any], *, request_id: str
 ) -> list[dict[str, str]]:
     """Control-channel commands that turn a running `before` into `after`."""
-    from engine.runtime.control.commands import command_message
 
     old = {op["id"]: op for op in before["operators"]}
     now_ms = time.time() * 1000.0
@@ -175,7 +182,6 @@ def commands_between(
 
 
 def rebalance_command(*, operator: str, assignment: Any, request_id: str) -> list[dict[str, str]]:
-    from engine.runtime.control.commands import command_message
 
     message = command_message("rebalance", operator, "", time.time() * 1000.0,
                               assignment=assignment)
@@ -190,7 +196,6 @@ def _numbered(commands: list[dict[str, str]], request_id: str) -> list[dict[str,
 
 def _fixed(graph: JobGraph) -> set[str]:
     """Operators whose parallelism a running job cannot change (the engine refuses them)."""
-    from engine.policies.autoscale import parallelism_limits
 
     return set(parallelism_limits(graph)[1])
 

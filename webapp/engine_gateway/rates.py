@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.dag import JobGraph, parse_job_graph
-from engine.errors import EngineError
-from engine.policies import compute_etp, parse_rates, recommend_parallelism
+from engine.api import (
+    AutoscaleSettings,
+    EngineError,
+    JobGraph,
+    autoscale_decide,
+    compute_etp,
+    parallelism_limits,
+    parse_job_graph,
+    parse_rates,
+    recommend_parallelism,
+)
 from webapp.errors import ServiceError
 
 
@@ -29,11 +37,6 @@ def load_decide(
 ) -> dict[str, Any]:
     """The autoscaler's decision (up, down, hold or wait, with its changes, reasons and the
     figures that drove it) from the stored load of the epochs since the last change."""
-    from engine.policies.autoscale import (
-        AutoscaleSettings,
-        autoscale_decide,
-        parallelism_limits,
-    )
 
     graph = parse_job_graph(document)
     settings = AutoscaleSettings(min_parallelism=min_parallelism,

@@ -8,6 +8,12 @@ from typing import Any
 
 from django.conf import settings
 
+from engine.api import (
+    RedisControlChannel,
+    command_message,
+    failure_summary,
+)
+
 CONTROL_PREFIX = "streamscale:"
 
 
@@ -20,13 +26,11 @@ def control_send(*, run_id: int, messages: list[dict[str, str]]) -> None:
 
 def control_stop(*, run_id: int) -> None:
     """Ask the run's driver to stop after its current epoch."""
-    from engine.runtime.control.commands import command_message
 
     _channel(run_id).send(command_message("stop", None, f"stop-{run_id}", time.time() * 1000.0))
 
 
 def _channel(run_id: int):
-    from engine.runtime.control.channel import RedisControlChannel
 
     url = settings.REDIS_URL
     return RedisControlChannel(url, str(run_id), CONTROL_PREFIX, client=_control_redis(url))
@@ -54,7 +58,6 @@ def run_driver(
     driver process calls it.
     """
     from engine.runtime.api import start_run, stop_run
-    from engine.runtime.errors import failure_summary
 
     # On a cluster the executors may sit on other machines: state goes to the networked store.
     on_cluster = master.startswith("spark://")

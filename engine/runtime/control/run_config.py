@@ -11,14 +11,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from engine.dag import JobGraph, state_kind_of
+from engine.dag import CLOCK_SOURCES, JobGraph, fixed_parallelism_reason, state_kind_of
 from engine.dag.catalog import OPERATOR_TYPES
 from engine.errors import MappingError
 from engine.mapping import Assignment, balanced_assignment, weighted_assignment
 from engine.planner import PhysicalPlan, plan_job
 from engine.runtime.control.commands import Command
 from engine.runtime.errors import CommandRejected
-from engine.runtime.io.source_load import CLOCK_SOURCES
 
 
 @dataclass(frozen=True)
@@ -105,13 +104,6 @@ def apply_command(
     if command.kind == "rescale":
         return {**config, op.id: _rescaled(graph, op.id, current, command.parallelism)}
     return {**config, op.id: _rebalanced(graph, op.id, current, command, loads.get(op.id))}
-
-
-def fixed_parallelism_reason(op_type: str) -> str:
-    """Why an operator's parallelism cannot change live (sinks and Spark-read sources)."""
-    if op_type.startswith("source."):
-        return "its parallelism is that of its Spark stream (file splits), set by Spark"
-    return "it writes in the stage that feeds it, whose parallelism it follows"
 
 
 def _rescaled(

@@ -18,11 +18,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from engine.dag import JobGraph
-
-CLOCK_SOURCES = ("source.generator", "source.rate")
-"""Sources whose rows each epoch's plan decides (a row-id range over as many Spark
-partitions as the source's parallelism, which can change live like any operator's)."""
+from engine.dag import CLOCK_SOURCES, JobGraph
 
 DEFAULT_CAP_SECONDS = 2.0
 """Without ``max_rows_per_epoch``, a clock source takes at most this many seconds of its

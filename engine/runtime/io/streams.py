@@ -8,11 +8,10 @@ from collections.abc import Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from engine.dag import JobGraph
+from engine.dag import CLOCK_SOURCES, JobGraph
 from engine.runtime.errors import UnsupportedJobError
 from engine.runtime.io.broker.redis_stream import read_redis_stream
 from engine.runtime.io.epoch_clock import read_epoch_clock
-from engine.runtime.io.source_load import CLOCK_SOURCES
 from engine.runtime.io.sources import (
     GeneratorSpec,
     generator_rows,

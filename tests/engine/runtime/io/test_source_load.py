@@ -61,6 +61,6 @@ def test_a_clock_source_rescales_live_and_a_files_source_says_why_not(tmp_path, 
     try:
         apply_command(graph, config, _rescale("files", 2), {}, lambda *_: None)
     except CommandRejected as refused:
-        assert "file splits" in str(refused)
+        assert "partitions are those Spark reads its data in" in str(refused)
     else:
         raise AssertionError("a files source was rescaled")

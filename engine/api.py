@@ -1,0 +1,72 @@
+"""The engine as the control plane calls it: documents, plans, policies and the commands
+that reach a running job. No Spark is imported here; ``engine.runtime.api`` starts and
+stops runs, in the driver process.
+
+Everything the web application uses of the engine is named here (``tests/test_architecture``
+holds it to that), so the engine's inside can move without the web application noticing.
+"""
+
+from __future__ import annotations
+
+from engine.dag import (
+    OPERATOR_TYPES,
+    JobGraph,
+    max_parallelism,
+    output_columns,
+    parse_job_graph,
+    pinned_reason,
+    state_kind_of,
+    stored_job_graph,
+)
+from engine.dag.document import MAX_KEY_GROUPS, MAX_NAME_LENGTH, document_in_order
+from engine.dag.expressions import ExpressionParserUnavailable, parser_warm, warm_up_parser
+from engine.dag.secrets import masked_document, unmasked_document
+from engine.errors import DagValidationError, EngineError
+from engine.mapping import weighted_assignment
+from engine.planner import diff_plans, plan_job
+from engine.policies import compute_etp, parse_rates, plan_scale_out, recommend_parallelism
+from engine.policies.autoscale import AutoscaleSettings, autoscale_decide, parallelism_limits
+from engine.policies.instances_in import plan_scale_in_instances
+from engine.runtime.control.channel import RedisControlChannel
+from engine.runtime.control.commands import command_message
+from engine.runtime.control.run_config import describe, initial_config
+from engine.runtime.errors import failure_summary
+from engine.runtime.operators.changes import logic_change_refused
+
+__all__ = [
+    "MAX_KEY_GROUPS",
+    "MAX_NAME_LENGTH",
+    "OPERATOR_TYPES",
+    "AutoscaleSettings",
+    "DagValidationError",
+    "EngineError",
+    "ExpressionParserUnavailable",
+    "JobGraph",
+    "RedisControlChannel",
+    "autoscale_decide",
+    "command_message",
+    "compute_etp",
+    "describe",
+    "diff_plans",
+    "document_in_order",
+    "failure_summary",
+    "initial_config",
+    "logic_change_refused",
+    "masked_document",
+    "max_parallelism",
+    "output_columns",
+    "parallelism_limits",
+    "parse_job_graph",
+    "parse_rates",
+    "parser_warm",
+    "pinned_reason",
+    "plan_job",
+    "plan_scale_in_instances",
+    "plan_scale_out",
+    "recommend_parallelism",
+    "state_kind_of",
+    "stored_job_graph",
+    "unmasked_document",
+    "warm_up_parser",
+    "weighted_assignment",
+]

@@ -81,6 +81,19 @@ def test_each_bench_is_defined_from_its_docstring() -> None:
     assert all("``" not in text for text in rescale.figures.values())
 
 
+def test_a_bench_whose_module_is_gone_is_left_out(tmp_path: Path) -> None:
+    bench_dir = tmp_path / "bench"
+    bench_dir.mkdir()
+    (bench_dir / "rescale.py").write_text('"""``python -m bench rescale``: rescales.\n\n'
+                                          '- ``epochs_to_apply``: epochs until it applies."""\n')
+
+    report = build_report(tmp_path / "results", bench_dir)
+
+    assert "### rescale" in report and "### throughput" not in report
+    assert "- `epochs_to_apply`: epochs until it applies" in report
+    assert "`python -m bench throughput`" not in report
+
+
 def test_write_report_replaces_the_file(tmp_path: Path) -> None:
     _keep(tmp_path, "control", {"ws_delivery_ms_p99": 120.0}, "python -m bench control")
     path = tmp_path / "benchmarks.md"

@@ -1,4 +1,6 @@
-"""``python -m bench NAME``: prints progress, then one line of JSON (NAME: see ``--help``)."""
+"""``python -m bench NAME``: prints progress, then one line of JSON (NAME: see ``--help``),
+which it also keeps in ``docs/benchmarks/results/``; ``python -m bench report`` rebuilds
+``docs/benchmarks.md`` from those results."""
 
 from __future__ import annotations
 
@@ -6,16 +8,19 @@ import argparse
 import json
 import sys
 
+from bench.results import bench_command, result_name, result_record, result_save
 from bench.workload import KEYS, WINDOW
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Runs one benchmark and prints its JSON figures as the last line."""
+    """Runs one benchmark, prints its JSON figures as the last line and keeps them as the
+    bench's result; or, for ``report``, rebuilds ``docs/benchmarks.md`` from the results."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument(
         "benchmark",
         choices=["throughput", "rescale", "control", "state", "layouts", "durability", "api",
-                 "autoscale"],
+                 "autoscale", "report"],
     )
     parser.add_argument("--rows-per-batch", type=int, default=200_000)
     parser.add_argument("--epochs", type=int)
@@ -38,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="distinct keys of the events (rescale)")
     parser.add_argument("--window", default=WINDOW, help="window length (rescale)")
     args = parser.parse_args(argv)
+    if args.benchmark == "report":
+        from bench.report import write_report
+
+        print(write_report())
+        return 0
     if args.benchmark == "autoscale":
         from bench.autoscale import measure as measure_autoscale
 
@@ -88,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
             else measure_rescale(**sizes)
         )
     print(json.dumps(result), flush=True)
+    saved = result_save(result_record(result, command=bench_command(argv)),
+                        name=result_name(args.benchmark,
+                                          args.only if args.benchmark == "throughput" else None))
+    print(f"[bench] result kept in {saved}", file=sys.stderr, flush=True)
     return 0
 
 

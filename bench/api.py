@@ -6,13 +6,13 @@ Postgres sink. Once the run has epochs, `clients` keep-alive HTTP clients on loo
 GET /api/runs/{id} and GET /api/jobs/{id} in turn, one request at a time, for `seconds`.
 Figures (what a user waits for):
 
-- p50_ms / p99_ms: from sending a request to having its whole answer;
-- req_per_s: answered requests per second of load; errors: answers other than 200, and
-  requests that failed or timed out;
-- run_backlog_growth: the run's backlog (rows its source has produced that no epoch has taken
+- `p50_ms` / `p99_ms`: from sending a request to having its whole answer;
+- `req_per_s`: answered requests per second of load;
+- `errors`: answers other than 200, and requests that failed or timed out;
+- `run_backlog_growth`: the run's backlog (rows its source has produced that no epoch has taken
   yet) at the end of the load minus at its start. Each epoch takes what its source holds, so
   the backlog is about what arrives during one epoch, and it grows while epochs lengthen;
-- run_offered / run_consumed: the rows the run's sources offered and the rows its epochs
+- `run_offered` / `run_consumed`: the rows the run's sources offered and the rows its epochs
   took, summed over the epochs after the one at the start of the load up to the one at its
   end; about equal when the run kept up.
 """

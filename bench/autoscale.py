@@ -17,11 +17,11 @@ Figures (the JSON line):
 - ``flaps``: decisions during the observation that reverse the previous one's direction;
 - ``exact``: the sink equals a batch computation over the rows the run consumed;
 - ``final_parallelism``: of every operator when the run stopped.
-The machine has 2 cores: the autoscaler's max is 2 (``--max``), since a third instance of
-a CPU-bound operator only queues behind the other two; so the run at parallelism 2 can
-process less than twice what it does at 1 (the driver's share of each epoch does not
-shrink; measured here: 1.6x), so the default overload is 1.4x: a 2x overload could not
-be drained at any parallelism on this machine.
+The defaults are for 2 cores: the autoscaler's max is 2 (``--max``), since a third
+instance of a CPU-bound operator only queues behind the other two; and the run at
+parallelism 2 processes less than twice what it does at 1 (the driver's share of each epoch
+does not shrink), so the default overload is 1.4x: a 2x overload could not be drained at any
+parallelism on 2 cores.
 """
 
 from __future__ import annotations

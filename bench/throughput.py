@@ -9,6 +9,11 @@ in the same form (from its start to its outcome logged: a run of clock sources h
 query, its epoch log is its only log, ``engine.runtime.driver.loop``); a first round
 of each engine warms the JVM and the Python workers and is not measured, and so are the
 first epochs of every run.
+
+Headline figures:
+- ``vsn_rows_per_s`` / ``spark_rows_per_s``: input rows per second of steady epochs;
+- ``ratio``: VSN's rows per second over Spark's;
+- ``redis_stream``: the Redis stream source's row (``bench.redis_source``).
 """
 
 from __future__ import annotations

@@ -48,6 +48,6 @@ application = ProtocolTypeRouter(
 )
 
 # What is loaded by now lives as long as the server. Left to the collector, each full
-# collection walks all of it again: every few seconds under load, 80 to 275 ms with every
-# request thread of the process stopped (measured under `python -m bench api`).
+# collection walks all of it again, every few seconds under load, with every request
+# thread of the process stopped: the tail of `python -m bench api`.
 gc.freeze()

@@ -128,10 +128,10 @@ def epoch_ids(spark: SparkSession, first: int, end: int, partitions: int) -> Dat
     """The ids [first, end) as column ``id`` over ``partitions`` tasks, split as
     ``spark.range(first, end)`` splits them. Spark writes a range's bounds and integer
     literals into the code it compiles for a stage, so an epoch's own range cost two
-    compilations on the driver before its job could start (17-24 ms each, measured with
-    Spark's codegen metrics). Here the range is [0, end - first), the same every epoch of a
-    steady rate, and ``first`` is added as a decimal literal, which the compiled code reads
-    from its references instead of its text."""
+    compilations on the driver before its job could start. Here the range is
+    [0, end - first), the same every epoch of a steady rate, and ``first`` is added as a
+    decimal literal, which the compiled code reads from its references instead of its
+    text."""
     slices = max(1, partitions)
     if end >= 10**_OFFSET_DIGITS:
         return spark.range(first, end, numPartitions=slices)

@@ -20,12 +20,12 @@ _REQUIRED_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     # Batches to the Python workers bounded by rows only: with a byte bound (64 MB by
-    # default) Spark measures the batch after every row it adds, 15% of the executor
-    # threads' samples in a profile of a keyed stage's epochs. Int.MaxValue turns it off.
+    # default) Spark measures the batch after every row it adds, which shows in profiles of
+    # a keyed stage's epochs. Int.MaxValue turns it off.
     "spark.sql.execution.arrow.maxBytesPerBatch": "2147483647",
     "spark.python.worker.reuse": "true",
     # JVM <-> Python worker traffic over Unix sockets: on TCP a task's last small write
-    # waits for a delayed ACK (~40 ms per task, measured), which an epoch pays per instance.
+    # waits for a delayed ACK, which an epoch pays per instance.
     "spark.python.unix.domain.socket.enabled": "true",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.streaming.stopTimeout": "30s",
@@ -34,10 +34,10 @@ _REQUIRED_CONF = {
     # A streaming query writes two log files per micro-batch (offsets, commits), and a
     # stateful one more per state partition. Hadoop without its native library (PySpark
     # ships none) sets a local file's permissions by running ``chmod``, and its FileContext
-    # rename runs ``readlink`` several times: ~10 processes spawned per file, 67-92 ms per
-    # file measured. Through the FileSystem API it is a ``chmod`` per file and its ``.crc``
-    # side file: 16-20 ms. (The raw local file system, without side files, would save
-    # another ~7 ms, but Spark's RocksDB state store needs the checksummed one.)
+    # rename runs ``readlink`` several times: several processes spawned per file. Through
+    # the FileSystem API it is one ``chmod`` per file and one per its ``.crc`` side file.
+    # (The raw local file system, without side files, would spawn none, but Spark's RocksDB
+    # state store needs the checksummed one.)
     "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILE_MANAGER,
 }
 

@@ -65,10 +65,10 @@ class ControlListener:
             pending, self._pending = self._pending, []
         return pending
 
-    def pending_stop(self) -> Command | None:
-        """The first stop command picked up that no epoch's plan has taken yet, if any."""
+    def pending(self) -> bool:
+        """Whether a command was picked up that no epoch's plan has taken yet."""
         with self._lock:
-            return next((c for c in self._pending if c.kind == "stop"), None)
+            return bool(self._pending)
 
     def _loop(self) -> None:
         while not self._stopped.is_set():

@@ -1,1 +1,1 @@
-"""The epoch loop of one run: the streaming query, its epoch log and its metrics."""
+"""The epoch loop of one run: its plans, its epochs, its epoch log and its metrics."""

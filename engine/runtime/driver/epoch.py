@@ -19,7 +19,7 @@ from engine.runtime.driver.planning import EpochPlanner
 from engine.runtime.driver.source_readings import SourceReadings
 from engine.runtime.io.broker.lag import broker_lags, broker_report
 from engine.runtime.io.sinks import Sink, build_sink
-from engine.runtime.io.streams import clock_source_rows
+from engine.runtime.io.streams import source_rows, taken_count
 from engine.runtime.stage.pipeline import EpochPipeline, EpochResult
 from engine.runtime.stage.regions import EpochJobs, EpochTimes
 
@@ -48,12 +48,15 @@ class EpochRunner:
         self._last_start: float | None = None
         self._ran = 0  # epochs this driver process ran: its first ones carry start-up cost
 
-    def run(self, batch: DataFrame, epoch: int) -> EpochDone:
-        """Fixes the epoch's plan, runs it, logs the outcome and sends metrics and acks."""
+    def run(self, batch: DataFrame, epoch: int) -> EpochDone | None:
+        """Fixes the epoch's plan, runs it, logs the outcome and sends metrics and acks;
+        None, and nothing run, while the run is idle (no new data, no command)."""
         started = time.time()
+        plan = self.planner.plan(epoch, batch)
+        if plan is None:
+            return None
         interval_ms = (started - self._last_start) * 1000.0 if self._last_start else None
         self._last_start = started
-        plan = self.planner.plan(epoch, batch)
         config = {op: OperatorConfig.from_dict(c) for op, c in plan["config"].items()}
         self.clock.begin(epoch)
         result = self._pipeline(batch, epoch, plan, config)
@@ -75,15 +78,14 @@ class EpochRunner:
 
     def _pipeline(self, batch: DataFrame, epoch: int, plan: dict[str, Any],
                   config: RunConfig) -> EpochResult:
-        ranges = plan.get("sources", {})
-        frames = clock_source_rows(
-            self.planner.spark, self.graph, self.planner.start_ms, ranges,
-            {op: config[op].parallelism for op in ranges},
-        )
+        taken = plan["sources"]
+        frames = source_rows(self.planner.spark, self.graph, self.planner.start_ms, taken,
+                             {op: config[op].parallelism for op in taken})
         pipeline = EpochPipeline(
             self.graph, config, epoch, plan["watermarks"], self.planner.store, self.sinks,
             source_frames=frames, clock=self.clock, closes=plan.get("closes", {}),
-            source_counts={op: end - first for op, (first, end) in ranges.items()},
+            source_counts={op: taken_count(self.graph, op, part) for op, part in taken.items()
+                           if op in self.planner.clocks},
             plan=self.planner.running_plan(plan["config"]),
         )
         return pipeline.run(batch)
@@ -91,10 +93,10 @@ class EpochRunner:
     def _sources(self, batch: DataFrame, epoch: int, plan: dict[str, Any],
                  result: EpochResult, interval_ms: float) -> dict[str, Any]:
         """Each source's load at the end of the epoch, with its broker lags, if any."""
-        lags = broker_lags(self.graph, self.planner.options.checkpoint, epoch)
+        lags = broker_lags(self.graph, plan["sources"])
         return {
             "figures": {
-                **self.readings.sources(epoch, plan.get("sources", {}), batch, interval_ms),
+                **self.readings.sources(epoch, plan["sources"], interval_ms),
                 **self.readings.brokers(lags, result, interval_ms),
             },
             "report": broker_report(lags, result.dead_letters),

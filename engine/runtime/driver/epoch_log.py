@@ -60,6 +60,29 @@ class EpochLog:
         """Logs what ``epoch`` observed."""
         self._write(epoch, "outcome", outcome)
 
+    def files_taken(self, op_id: str) -> set[str]:
+        """The files every epoch so far took of directory source ``op_id``: those recorded,
+        and those of the kept plans (a plan logged just before a crash may not be)."""
+        taken: set[str] = set()
+        try:
+            with open(self._files_path(op_id), encoding="utf-8") as handle:
+                taken.update(line.rstrip("\n") for line in handle if line.strip())
+        except FileNotFoundError:
+            pass
+        for epoch in self._epochs("plan"):
+            part = ((self.plan(epoch) or {}).get("sources") or {}).get(op_id)
+            if isinstance(part, dict):
+                taken.update(part.get("files") or [])
+        return taken
+
+    def record_files(self, op_id: str, files: list[str]) -> None:
+        """Records files a logged plan took of ``op_id`` (kept beyond the plans' pruning)."""
+        with open(self._files_path(op_id), "a", encoding="utf-8") as handle:
+            handle.writelines(f"{name}\n" for name in files)
+
+    def _files_path(self, op_id: str) -> str:
+        return os.path.join(self._dir, f"files-{op_id}.txt")
+
     def ended_acks(self) -> list[tuple[int, list[dict[str, Any]], float]]:
         """The acks of every kept epoch that ended (its outcome logged), oldest first, each
         with when its outcome was logged (epoch ms: the epoch's end, to a millisecond)."""

@@ -1,12 +1,10 @@
-"""The per-run loop: the run's epochs, started by the driver's own loop when every source
-is a clock source (``loop``), else as the micro-batches of one Spark streaming query.
+"""A run: its epochs, started by the driver's own loop (``loop``).
 
 For each epoch the driver fixes the epoch's plan (picked-up commands applied, watermarks
-advanced) in the epoch log (``planning``), runs the pipeline, logs the outcome and sends
-the metrics and the commands' acks (``epoch``). A replayed epoch (after a crash) reuses
-its logged plan, and every write it repeats is skipped by epoch, so the results are those
-of a run without the crash. The loop or the query, its restarts and its stop between
-epochs are ``loop``'s and ``query``'s.
+advanced, what it takes of each source) in the epoch log (``planning``), runs the pipeline,
+logs the outcome and sends the metrics and the commands' acks (``epoch``). A replayed epoch
+(after a crash) reuses its logged plan, and every write it repeats is skipped by epoch, so the
+results are those of a run without the crash.
 """
 
 from __future__ import annotations
@@ -25,23 +23,16 @@ from engine.runtime.control.channel import ControlChannel, MemoryControlChannel
 from engine.runtime.control.commands import WORKLOAD_KINDS, Command
 from engine.runtime.control.listener import ControlListener
 from engine.runtime.control.outbox import RunDeliveries
-from engine.runtime.control.reconfigure import stop_ack
 from engine.runtime.control.run_config import RunConfig, initial_config
 from engine.runtime.driver.epoch import EpochRunner
 from engine.runtime.driver.epoch_log import EpochLog
 from engine.runtime.driver.loop import EpochLoop
 from engine.runtime.driver.options import RunOptions, run_info
 from engine.runtime.driver.planning import EpochPlanner
-from engine.runtime.driver.query import STOP_MARK, RunQuery, StopRequested
-from engine.runtime.io.streams import paced_by_clock
 from engine.runtime.stage.routing_code import compile_ahead
 from engine.runtime.state import StoreSpec
 
-# How long past its trigger interval a query that reads its sources through Spark may leave
-# a stop command untaken before the run stops without an epoch (``_stopped_while_idle``).
-IDLE_STOP_GRACE_S = 1.0
-
-__all__ = ["STOP_MARK", "JobRun", "RunOptions", "StopRequested"]
+__all__ = ["JobRun", "RunOptions"]
 
 
 class JobRun:
@@ -59,16 +50,13 @@ class JobRun:
         # Acks and metrics leave through queues, off the epoch's path (retried there).
         self.deliveries = RunDeliveries(self.run_id, self.channel, publisher, recorder)
         self.epochs = EpochRunner(self.planner, self.deliveries)
-        self.query: EpochLoop | RunQuery = (
-            EpochLoop(spark, options, self.log, self._epoch) if paced_by_clock(graph)
-            else RunQuery(spark, graph, options, self.run_id, self._epoch))
+        self.loop = EpochLoop(spark, options, self.log, self._epoch)
         self.config: RunConfig = initial_config(plan_job(graph))
         self.last_epoch: int | None = None
         self.status = "starting"
         self.error: BaseException | None = None
         self._lock = threading.Lock()
         self._listener: ControlListener | None = None
-        self._idle_stop_since: float | None = None  # a stop pending while no epoch runs
 
     @property
     def store(self) -> StoreSpec:
@@ -81,7 +69,7 @@ class JobRun:
         return self.planner.start_ms
 
     def start(self) -> None:
-        """Starts the control listener and the streaming query, once the acks of the epochs
+        """Starts the control listener and the epoch loop, once the acks of the epochs
         logged as ended are queued again (``_deliver_logged_acks``)."""
         self._deliver_logged_acks()
         latest = self.log.latest_plan(before=2**62)
@@ -90,7 +78,7 @@ class JobRun:
                                          on_command=self._on_command)
         self._listener.start()
         self.planner.listener = self._listener
-        self.query.start()
+        self.loop.start()
         self.status = "running"
 
     def _deliver_logged_acks(self) -> None:
@@ -109,26 +97,26 @@ class JobRun:
         if command.kind in WORKLOAD_KINDS and command.operator and command.parallelism:
             compile_ahead(self.spark, command.operator, command.parallelism,
                           f"streamscale-{self.run_id}:routing-code")
-        self.query.wake()
+        self.loop.wake()
 
-    def _epoch(self, batch: DataFrame, epoch: int) -> None:
+    def _epoch(self, batch: DataFrame, epoch: int) -> bool:
         done = self.epochs.run(batch, epoch)
+        if done is None:
+            return False
         with self._lock:
             self.config, self.last_epoch = done.config, epoch
             if done.stop:
-                self.query.gate.stop_after = epoch
+                self.loop.gate.stop_after = epoch
+        return True
 
     def wait(self, timeout_s: float | None = None) -> str:
         """Blocks until the run stops (stop command, last epoch, failure) or times out;
         returns the status: running (timed out), stopped or failed (see ``error``)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while self.query.running():
-            last, done = self.query.gate.stop_after, self.last_epoch
+        while self.loop.running():
+            last, done = self.loop.gate.stop_after, self.last_epoch
             if last is not None and done is not None and done >= last:
-                self.query.await_commit(last)
-                self.stop()
-                break
-            if self._stopped_while_idle():
+                self.loop.await_commit(last)
                 self.stop()
                 break
             if deadline is not None and time.monotonic() > deadline:
@@ -136,37 +124,17 @@ class JobRun:
             time.sleep(0.05)
         return self._finish()
 
-    def _stopped_while_idle(self) -> bool:
-        """Whether a stop command that no epoch will take ends the run here. A query that
-        reads its sources through Spark runs a micro-batch only when they have new data, so
-        a stop picked up while they have none would wait for data: once the query has had
-        its trigger interval and ``IDLE_STOP_GRACE_S`` more to start an epoch and has not,
-        the stop is acknowledged as applied after the last epoch and the run stops (an
-        epoch that starts meanwhile is refused by the stop, and stays for a restart)."""
-        stop = self._listener.pending_stop() if self._listener is not None else None
-        if not isinstance(self.query, RunQuery) or stop is None or self.query.gate.in_epoch:
-            self._idle_stop_since = None
-            return False
-        now = time.monotonic()
-        if self._idle_stop_since is None:
-            self._idle_stop_since = now
-        if now - self._idle_stop_since < self.options.interval_ms / 1000.0 + IDLE_STOP_GRACE_S:
-            return False
-        ack = stop_ack(stop, self.config, self.last_epoch)
-        self.deliveries.acks([ack], ended_at_ms=time.time() * 1000.0)
-        return True
-
     def stop(self, timeout_s: float = 60.0) -> None:
-        """Stops the query after the epoch in progress, if any, and the listener; an epoch
+        """Stops the loop after the epoch in progress, if any, and the listener; an epoch
         not yet committed is replayed on restart."""
         self.status = "stopping"
-        self.query.stop(timeout_s)
+        self.loop.stop(timeout_s)
         self._end()
         self.status = "stopped"
 
     def _finish(self) -> str:
         self._end()
-        self.error = self.query.ended()
+        self.error = self.loop.ended()
         self.status = "failed" if self.error is not None else "stopped"
         return self.status
 
@@ -180,13 +148,13 @@ class JobRun:
         return self.deliveries.flush(timeout_s)
 
     def failure(self) -> BaseException | None:
-        """The query's error if it ended on one (see ``RunQuery.failure``)."""
-        return self.query.failure()
+        """The error an epoch failed with, once the loop has ended on it."""
+        return self.loop.failure()
 
     def progress(self) -> list[dict[str, Any]]:
-        """Spark's progress report of each recent micro-batch (``durationMs`` and so on),
-        also after the run stopped."""
-        return self.query.progress()
+        """Each recent epoch's progress (``batchId``, ``durationMs``), also after the run
+        stopped."""
+        return self.loop.progress()
 
     def parallelism(self) -> dict[str, int]:
         """Current parallelism of every operator."""

@@ -1,18 +1,15 @@
-"""The epoch loop of a run whose sources are all clock sources: the driver starts each
-epoch itself, with no Spark streaming query around it.
+"""The epoch loop of a run: the driver starts each epoch itself, with no Spark streaming
+query around it.
 
-Such a run plans every row it reads in its own epoch log (the clock sources' id ranges), so
-a Spark query would only pace the epochs, at the price of its own two logs per epoch (offsets
-and commits, each a file written through Hadoop) and a trigger loop polling the clock: ~35
-ms of every epoch, measured as Spark's ``triggerExecution`` less its ``addBatch``. Here the
-epoch log is the only log: an epoch whose plan is logged and whose outcome is not is run
-again at the next start (with its logged plan, as after a Spark query's restart), one whose
-outcome is logged is done.
+A run plans everything it reads in its own epoch log (a clock source's id range, a
+directory's files, a broker's offsets), so the epoch log is the only log: an epoch whose plan
+is logged and whose outcome is not is run again at the next start (with its logged plan), one
+whose outcome is logged is done.
 
-Epochs start as the epoch clock starts them (``engine.runtime.io.epoch_clock``): on a grid
-of intervals from the first, at once after one that ran past the next start, at once when a
-command wakes the loop, and back to back without an interval. A stop never interrupts an
-epoch: the loop ends before the next one.
+Epochs start on a grid of intervals from the first, at once after one that ran past the next
+start, at once when a command wakes the loop, and back to back without an interval. An epoch
+that would take nothing (an idle run) is not run: the loop looks again at the next interval.
+A stop never interrupts an epoch: the loop ends before the next one.
 """
 
 from __future__ import annotations
@@ -29,11 +26,37 @@ from pyspark.sql import DataFrame, SparkSession
 
 from engine.runtime.driver.epoch_log import EpochLog
 from engine.runtime.driver.options import RunOptions
-from engine.runtime.driver.query import EpochGate
 
 log = logging.getLogger("streamscale.run")
 
 RECENT_PROGRESS = 100  # epochs kept in ``progress()``, as Spark keeps its query's
+IDLE_POLL_S = 0.1  # how soon a run whose epochs go back to back looks again for data
+
+
+class EpochGate:
+    """Admits epochs until the run stops. A stop never interrupts an epoch in progress: an
+    epoch that would start once the stop is asked for (or after ``stop_after``) is refused."""
+
+    def __init__(self, stop_after: int | None) -> None:
+        self.stop_after = stop_after
+        self.stopping = self.in_epoch = False
+        self._lock = threading.Lock()
+
+    def admit(self, epoch: int) -> bool:
+        """Whether ``epoch`` may run; if so, it is in progress until ``leave``."""
+        with self._lock:
+            refuse = self.stopping or (self.stop_after is not None and epoch > self.stop_after)
+            self.in_epoch = not refuse
+        return not refuse
+
+    def leave(self) -> None:
+        """The admitted epoch has ended."""
+        self.in_epoch = False
+
+    def close(self) -> None:
+        """Refuses every epoch from now on."""
+        with self._lock:
+            self.stopping = True
 
 
 def first_epoch(log: EpochLog) -> int:
@@ -75,6 +98,12 @@ class EpochPacer:
         """The next ``wait`` returns at once (a command arrived)."""
         self._woken.set()
 
+    def rest(self, seconds: float) -> None:
+        """Back to back, waits ``seconds`` or until woken (an idle run looks again for data
+        after that); on a grid, the next ``wait`` waits for its start anyway."""
+        if self._interval_s <= 0:
+            self._woken.wait(seconds)
+
     def close(self) -> None:
         """Every ``wait`` from now on returns False at once."""
         self._closed = True
@@ -83,11 +112,11 @@ class EpochPacer:
 
 class EpochLoop:
     """Runs ``on_epoch(batch, epoch)`` for each epoch the ``gate`` admits, in a thread of
-    the driver; the same surface as ``RunQuery``. ``batch`` is an empty frame of the clock's
-    tick column: every source's rows come from the epoch's plan."""
+    the driver; ``on_epoch`` says whether it ran one (an idle run's does not). ``batch`` is
+    an empty frame: every source's rows come from the epoch's plan."""
 
     def __init__(self, spark: SparkSession, options: RunOptions, log: EpochLog,
-                 on_epoch: Callable[[DataFrame, int], None]) -> None:
+                 on_epoch: Callable[[DataFrame, int], bool]) -> None:
         self.spark, self.log, self._on_epoch = spark, log, on_epoch
         self.gate = EpochGate(options.stop_after_epoch)
         self._pacer = EpochPacer(options.interval_ms)
@@ -116,7 +145,7 @@ class EpochLoop:
             started = time.time()
             try:
                 assert self._batch is not None
-                self._on_epoch(self._batch, epoch)
+                ran = self._on_epoch(self._batch, epoch)
             except BaseException as error:  # noqa: BLE001  # the run's failure, kept
                 # Its trace in the driver's output, as Spark logs a query's failure.
                 log.error("epoch %s failed; the run ends", epoch, exc_info=error)
@@ -124,6 +153,9 @@ class EpochLoop:
                 return
             finally:
                 self.gate.leave()
+            if not ran:
+                self._pacer.rest(IDLE_POLL_S)
+                continue
             self._committed = epoch
             self._progress.append(_progress(epoch, started, time.time()))
             epoch += 1

@@ -1,8 +1,9 @@
 """An epoch's plan, fixed before it runs: the configuration with the picked-up commands
-applied, the watermarks advanced, the clock sources' row ranges and the acks to send.
+applied, the watermarks advanced, what it takes of each source and the acks to send.
 
 A plan is written to the epoch log before the epoch runs, so a replayed epoch (after a
-crash) runs the same plan; the planner's plan of each configuration is made once."""
+crash) runs the same plan; the planner's plan of each configuration is made once. An epoch
+with nothing to take and no command is not planned: the run is idle until data comes."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from engine.runtime.control.run_config import (
 from engine.runtime.driver.epoch_log import EpochLog
 from engine.runtime.driver.options import RunOptions, save_run_info
 from engine.runtime.io.source_load import ClockSource, build_meters
-from engine.runtime.io.streams import clock_source_rows
+from engine.runtime.io.streams import nothing_taken, source_rows, take, taken_count
 from engine.runtime.stage.logic_check import KEYED_SPECS, logic_checker
 from engine.runtime.state import StoreSpec, open_store
 
@@ -45,9 +46,11 @@ class EpochPlanner:
         self.store: StoreSpec = options.state_store()
         self.listener: ControlListener | None = None  # set once the run starts
         self._plans: dict[str, PhysicalPlan] = {}
+        self._taken_files: dict[str, set[str]] = {}
 
-    def plan(self, epoch: int, batch: DataFrame) -> dict[str, Any]:
-        """The epoch's logged plan (a replay), else a new one, logged before it runs."""
+    def plan(self, epoch: int, batch: DataFrame) -> dict[str, Any] | None:
+        """The epoch's logged plan (a replay), else a new one, logged before it runs; None
+        when the run is idle (its sources have nothing new, no command came)."""
         return self.log.plan(epoch) or self._new_plan(epoch, batch)
 
     def running_plan(self, config: dict[str, Any]) -> PhysicalPlan:
@@ -58,7 +61,7 @@ class EpochPlanner:
             self._plans = {key: running_plan(self.graph, parsed)}
         return self._plans[key]
 
-    def _new_plan(self, epoch: int, batch: DataFrame) -> dict[str, Any]:
+    def _new_plan(self, epoch: int, batch: DataFrame) -> dict[str, Any] | None:
         previous = self.log.latest_plan(before=epoch)
         outcome, taken, cursor, watermarks = None, {}, None, {}
         if previous is None:
@@ -70,8 +73,11 @@ class EpochPlanner:
             cursor, watermarks = prev.get("cursor"), dict(prev["watermarks"])
             outcome, taken = self.log.outcome(prev_epoch), prev.get("sources", {})
         before = None if previous is None else config  # ``_apply`` makes a new one
-        advanced = advance_watermarks(self.graph, config, watermarks, outcome)
+        sources = self._take(taken)
         assert self.listener is not None
+        if previous is not None and self._idle(sources) and not self.listener.pending():
+            return None
+        advanced = advance_watermarks(self.graph, config, watermarks, outcome)
         commands = self.listener.drain()
         config, acks, stop = self._apply(config, commands, epoch, batch, outcome)
         plan = {
@@ -82,9 +88,10 @@ class EpochPlanner:
             "cursor": commands[-1].cursor if commands else cursor,
             "acks": acks,
             "stop": stop,
-            "sources": self._take(taken),
+            "sources": sources,
         }
         self.log.write_plan(epoch, plan)
+        self._record_files(sources)
         return plan
 
     def _apply(self, config: RunConfig, commands: list[Any], epoch: int, batch: DataFrame,
@@ -103,8 +110,8 @@ class EpochPlanner:
 
         def check(op_id: str, params: dict[str, Any]) -> None:
             if not checker:
-                empty = {op: [0, 0] for op in self.clocks}
-                shapes = clock_source_rows(
+                empty = {op: nothing_taken(self.graph, op) for op in self.graph.sources()}
+                shapes = source_rows(
                     self.spark, self.graph, self.start_ms, empty, dict.fromkeys(empty, 1))
                 checker.append(logic_checker(self.graph, config, batch, shapes))
             checker[0](op_id, params)
@@ -119,15 +126,33 @@ class EpochPlanner:
         for clock in self.clocks.values():
             clock.start_ms = self.start_ms
 
-    def _take(self, taken: dict[str, list[int]]) -> dict[str, list[int]]:
-        """Each clock source's row range for the epoch being planned: from where the last
-        one ended, what is due now, up to the source's cap."""
+    def _take(self, taken: dict[str, Any]) -> dict[str, Any]:
+        """What the epoch being planned takes of each source: from where the last one
+        ended, what is new now (due, for a clock source), up to the source's cap."""
         now_ms = time.time() * 1000.0
-        ranges = {}
-        for op, clock in self.clocks.items():
-            first = taken[op][1] if op in taken else 0
-            ranges[op] = list(clock.take(first, now_ms))
-        return ranges
+        return {op: take(self.graph, op, taken.get(op), self.clocks.get(op), now_ms,
+                         self._files_taken(op))
+                for op in self.graph.sources()}
+
+    def _idle(self, sources: dict[str, Any]) -> bool:
+        """Whether an epoch would take nothing of any source: one of a run that reads only
+        directories and brokers (a clock source has rows due every epoch)."""
+        return not self.clocks and not any(
+            taken_count(self.graph, op, part) for op, part in sources.items())
+
+    def _files_taken(self, op_id: str) -> set[str]:
+        if self.graph.operator(op_id).type != "source.files":
+            return set()
+        if op_id not in self._taken_files:
+            self._taken_files[op_id] = self.log.files_taken(op_id)
+        return self._taken_files[op_id]
+
+    def _record_files(self, sources: dict[str, Any]) -> None:
+        """Keeps the files a logged plan took as taken, for every later epoch."""
+        for op_id, part in sources.items():
+            if isinstance(part, dict) and part.get("files"):
+                self.log.record_files(op_id, part["files"])
+                self._files_taken(op_id).update(part["files"])
 
 
 def windows_closing(

@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pyspark.sql import DataFrame
-
 from engine.runtime.io.source_load import SourceLoad, SourceMeter, source_figures
 from engine.runtime.stage.pipeline import EpochResult
 
@@ -21,13 +19,18 @@ class SourceReadings:
         self._read_at: dict[str, float] = {}
 
     def sources(
-        self, epoch: int, ranges: dict[str, list[int]], batch: DataFrame, interval_ms: float
+        self, epoch: int, planned: dict[str, Any], interval_ms: float
     ) -> dict[str, dict[str, Any]]:
-        """Offered, consumed and backlog of every metered source at the end of ``epoch``."""
+        """Offered, consumed and backlog of every metered source at the end of ``epoch``
+        (``planned``: what the epoch's plan took of each source)."""
         figures = {}
         for op, meter in self.meters.items():
-            taken = ranges[op][1] - ranges[op][0] if op in ranges else _files_read(batch, op)
-            meter.took(ranges[op][1] if op in ranges else None, taken)
+            part = planned.get(op)
+            if isinstance(part, list):  # a clock source's [first, end) row range
+                taken, end = part[1] - part[0], part[1]
+            else:  # a directory's files
+                taken, end = len((part or {}).get("files") or []), None
+            meter.took(end, taken)
             load = meter.offered(epoch, time.time() * 1000.0)
             first = SourceLoad(load.offered - taken, load.consumed - taken, load.unit)
             figures[op] = self._read(op, load, first, interval_ms)
@@ -55,11 +58,3 @@ class SourceReadings:
         since_ms = now_ms - self._read_at[op] if op in self._read_at else interval_ms
         self._loads[op], self._read_at[op] = load, now_ms
         return source_figures(before, load, since_ms)
-
-
-def _files_read(batch: DataFrame, op_id: str) -> int:
-    """Files a directory source read in this epoch (Spark's file source lists them)."""
-    try:
-        return len(set(batch.inputFiles()))
-    except Exception:  # noqa: BLE001 - a batch without file scans read no file
-        return 0

@@ -3,13 +3,14 @@
 The generator and the rate source are clock sources: the epoch's logged plan fixes the
 range of row ids it takes (``engine.runtime.io.source_load``), and every column derives from
 (seed, row id) with Spark SQL hash functions, so replaying an epoch regenerates identical
-rows, which the exactly-once guarantee relies on; ``engine.runtime.io.epoch_clock`` starts
-their epochs. Directories are read by Spark's file source.
+rows, which the exactly-once guarantee relies on. A directory source's epoch takes the files
+its plan names (``new_files``), read as a batch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -165,20 +166,41 @@ def read_generator(spark: SparkSession, spec: GeneratorSpec, rows_per_batch: int
     return raw.select(*generator_columns(spec))
 
 
-def read_files(spark: SparkSession, params: Mapping[str, Any]) -> DataFrame:
-    """A directory of JSON, CSV or Parquet files; ``schema`` maps column -> Spark type
-    (a DDL string is accepted too)."""
-    fmt = str(params.get("format", "json"))
-    if fmt not in ("json", "csv", "parquet"):
-        raise UnsupportedJobError(f"source.files: unknown format {fmt!r}")
+def files_schema(params: Mapping[str, Any]) -> str:
+    """A files source's schema as DDL: ``schema`` maps column -> Spark type, or is DDL."""
     if "path" not in params or "schema" not in params:
         raise UnsupportedJobError("source.files: params 'path' and 'schema' are required")
     schema = params["schema"]
     if isinstance(schema, Mapping):
         schema = ", ".join(f"`{name}` {kind}" for name, kind in schema.items())
-    reader = spark.readStream.format(fmt).schema(str(schema))
+    return str(schema)
+
+
+def new_files(params: Mapping[str, Any], taken: Collection[str]) -> list[str]:
+    """The files of a directory source that no epoch has taken yet, oldest first (by
+    modification time, then name), at most ``max_files_per_trigger``: an epoch's share,
+    fixed in its plan. Hidden and temporary names (``.``, ``_``) are left out, as Spark's
+    file sources leave them."""
+    folder = resolve_data_path(str(params["path"]))
+    try:
+        entries = [e for e in os.scandir(folder)
+                   if e.is_file() and not e.name.startswith((".", "_")) and e.path not in taken]
+    except FileNotFoundError:
+        return []
+    entries.sort(key=lambda e: (e.stat().st_mtime_ns, e.name))
+    cap = int(params.get("max_files_per_trigger") or 0)
+    return [e.path for e in (entries[:cap] if cap > 0 else entries)]
+
+
+def file_rows(spark: SparkSession, params: Mapping[str, Any], files: list[str]) -> DataFrame:
+    """The rows of ``files`` (JSON, CSV with a header, or Parquet) in the source's schema."""
+    fmt = str(params.get("format", "json"))
+    if fmt not in ("json", "csv", "parquet"):
+        raise UnsupportedJobError(f"source.files: unknown format {fmt!r}")
+    schema = files_schema(params)
+    if not files:
+        return spark.createDataFrame([], schema)
+    reader = spark.read.format(fmt).schema(schema)
     if fmt == "csv":
         reader = reader.option("header", "true")
-    if params.get("max_files_per_trigger"):
-        reader = reader.option("maxFilesPerTrigger", int(params["max_files_per_trigger"]))
-    return reader.load(resolve_data_path(str(params["path"])))
+    return reader.load(files)

@@ -1,77 +1,85 @@
-"""Builds the streaming DataFrame of a job's sources (one query per run) and, per epoch,
-the rows of its clock sources from the epoch's plan."""
+"""Every source's rows of one epoch, from what the epoch's plan took of it: a clock source's
+row-id range, a directory's files, a broker's offset range. The planner takes (``take``),
+the epoch reads (``source_rows``): a replayed epoch reads exactly what its plan took."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from engine.dag import CLOCK_SOURCES, JobGraph
 from engine.runtime.errors import UnsupportedJobError
-from engine.runtime.io.broker.redis_stream import read_redis_stream
-from engine.runtime.io.epoch_clock import read_epoch_clock
+from engine.runtime.io.broker.redis_stream import entries_taken, stream_rows, take_entries
+from engine.runtime.io.broker.spec import StreamSpec
+from engine.runtime.io.source_load import ClockSource
 from engine.runtime.io.sources import (
     GeneratorSpec,
+    file_rows,
     generator_rows,
+    new_files,
     rate_rows,
-    read_files,
 )
-from engine.runtime.spark.frames import SOURCE_TAG
 
 
-def clock_sources(graph: JobGraph) -> list[str]:
-    """The graph's clock sources, in document order."""
-    return [s for s in graph.sources() if graph.operator(s).type in CLOCK_SOURCES]
-
-
-def source_stream(spark: SparkSession, graph: JobGraph, op_id: str) -> DataFrame:
-    """The streaming DataFrame of one source operator read by Spark."""
+def take(graph: JobGraph, op_id: str, previous: Any, clock: ClockSource | None,
+         now_ms: float, files_taken: Collection[str]) -> Any:
+    """What the next epoch takes of source ``op_id``, as logged in its plan: ``[first,
+    end)`` row ids of a clock source, ``{"files": [...]}`` of a directory, ``{"start",
+    "end"}`` offsets of a broker; ``previous`` is what the epoch before took (None: none)."""
     op = graph.operator(op_id)
+    if clock is not None:
+        first = previous[1] if previous is not None else 0
+        return list(clock.take(first, now_ms))
     if op.type == "source.files":
-        return read_files(spark, op.params)
+        return {"files": new_files(op.params, files_taken)}
     if op.type == "source.redis_stream":
-        return read_redis_stream(spark, op_id, dict(op.params))
+        return take_entries(StreamSpec.from_params(op_id, op.params), previous)
     raise UnsupportedJobError(f"source {op_id!r}: type {op.type!r} is not supported")
 
 
-def paced_by_clock(graph: JobGraph) -> bool:
-    """Whether the run's epochs are started by the driver's own loop: every source is a
-    clock source (otherwise a Spark query's trigger paces the sources Spark reads)."""
-    return bool(graph.sources()) and len(clock_sources(graph)) == len(graph.sources())
+def taken_count(graph: JobGraph, op_id: str, taken: Any) -> int:
+    """Rows, files or entries an epoch's plan took of source ``op_id``."""
+    op = graph.operator(op_id)
+    if op.type in CLOCK_SOURCES:
+        return int(taken[1]) - int(taken[0])
+    if op.type == "source.files":
+        return len(taken["files"])
+    return entries_taken(taken)
 
 
-def job_stream(spark: SparkSession, graph: JobGraph) -> DataFrame:
-    """The run's one stream: Spark-read sources, plus the epoch clock when the graph has
-    clock sources (``engine.runtime.io.epoch_clock``); with several parts, rows carry their
-    source's id in a tag column so one micro-batch (one epoch) covers every source."""
-    read = [s for s in graph.sources() if s not in clock_sources(graph)]
-    if not clock_sources(graph) and len(read) == 1:
-        return source_stream(spark, graph, read[0])
-    frames = [read_epoch_clock(spark).withColumn(
-        SOURCE_TAG, F.lit(None).cast("string"))] if clock_sources(graph) else []
-    frames += [source_stream(spark, graph, s).withColumn(SOURCE_TAG, F.lit(s)) for s in read]
-    combined = frames[0]
-    for other in frames[1:]:
-        combined = combined.unionByName(other, allowMissingColumns=True)
-    return combined
-
-
-def clock_source_rows(
+def source_rows(
     spark: SparkSession,
     graph: JobGraph,
     start_ms: int,
-    ranges: Mapping[str, list[int]],
+    taken: Mapping[str, Any],
     partitions: Mapping[str, int],
 ) -> dict[str, DataFrame]:
-    """Each clock source's rows of one epoch: its planned id range over its parallelism."""
+    """Each source's rows of one epoch, as its plan ``taken`` says; a clock source's over
+    its parallelism."""
     frames: dict[str, DataFrame] = {}
-    for op_id, (first, end) in ranges.items():
+    for op_id, part in taken.items():
         op = graph.operator(op_id)
         if op.type == "source.generator":
             spec = GeneratorSpec.from_params(op.params, start_ms)
-            frames[op_id] = generator_rows(spark, spec, first, end, partitions[op_id])
+            frames[op_id] = generator_rows(spark, spec, part[0], part[1], partitions[op_id])
+        elif op.type == "source.rate":
+            frames[op_id] = rate_rows(spark, op.params, start_ms, part[0], part[1],
+                                      partitions[op_id])
+        elif op.type == "source.files":
+            frames[op_id] = file_rows(spark, op.params, part["files"])
         else:
-            frames[op_id] = rate_rows(spark, op.params, start_ms, first, end, partitions[op_id])
+            frames[op_id] = stream_rows(spark, StreamSpec.from_params(op_id, op.params), part)
     return frames
+
+
+def nothing_taken(graph: JobGraph, op_id: str) -> Any:
+    """What an epoch that takes nothing of source ``op_id`` logs: read, it gives no rows,
+    in the source's columns (the shapes a logic change is checked against)."""
+    op = graph.operator(op_id)
+    if op.type in CLOCK_SOURCES:
+        return [0, 0]
+    if op.type == "source.files":
+        return {"files": []}
+    return {"start": {"streams": {}}, "end": {"streams": {}}}

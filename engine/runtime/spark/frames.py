@@ -18,10 +18,6 @@ from pyspark.sql import types as T
 
 Frame = Union[DataFrame, pa.Table]  # noqa: UP007  # a runtime alias, not an annotation
 
-SOURCE_TAG = "__source"
-"""The column that names each row's source in a run's one stream of several sources."""
-
-
 def to_spark(spark: SparkSession, frame: Frame) -> DataFrame:
     """The frame as a DataFrame."""
     return frame if isinstance(frame, DataFrame) else spark.createDataFrame(frame)

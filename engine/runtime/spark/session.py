@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -80,20 +79,3 @@ def build_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
-
-
-# Where Spark logs a streaming query's failure (with its cause and trace).
-_STREAMING_LOGGERS = (
-    "org.apache.spark.sql.execution.streaming",
-    "org.apache.spark.sql.execution.datasources.v2.WriteToDataSourceV2Exec",
-)
-
-
-def streaming_error_logs(spark: SparkSession, *, enabled: bool) -> None:
-    """Turn Spark's own streaming error logs on (the default: a failing query's cause shows
-    in the driver's output) or off, while a run ends its query by refusing an epoch."""
-    jvm: Any = spark.sparkContext._jvm
-    configurator = jvm.org.apache.logging.log4j.core.config.Configurator
-    levels = jvm.org.apache.logging.log4j.Level
-    for name in _STREAMING_LOGGERS:
-        configurator.setLevel(name, levels.ERROR if enabled else levels.OFF)

@@ -28,7 +28,6 @@ from engine.runtime.operators.dedupe import parse_dedupe_spec
 from engine.runtime.operators.join import parse_join_spec
 from engine.runtime.operators.window_spec import WINDOW_END, parse_window_spec
 from engine.runtime.spark.frames import (
-    SOURCE_TAG,
     Frame,
     QuantilesRead,
     columns_of,
@@ -85,6 +84,7 @@ class EpochPipeline:
     store: StoreSpec
     sinks: dict[str, Sink]
     source_frames: dict[str, DataFrame] = field(default_factory=dict)
+    """Every source's rows of the epoch, as its plan took them."""
     source_counts: dict[str, int] = field(default_factory=dict)
     """The rows of each clock source in ``source_frames`` (its planned range's length)."""
     clock: EpochJobs | None = None
@@ -146,16 +146,15 @@ class EpochPipeline:
         params = self.config[op_id].params
         spark = batch.sparkSession
         if op.type.startswith("source."):
-            rows = self.source_frames.get(op_id)
-            if rows is None:  # read by Spark: split as Spark reads it
-                rows, self._partitions[op_id] = _source_rows(batch, op_id), None
+            rows = self.source_frames[op_id]
+            if op_id not in self.source_counts:  # split as Spark reads it
+                self._partitions[op_id] = None
             else:  # a clock source: its row range over its parallelism
                 self._partitions[op_id] = self._instances[op_id] = self.config[op_id].parallelism
-                if op_id in self.source_counts:
-                    # One row per id of its planned range: counted without an observation,
-                    # which would cost the driver a plan step and every row an accumulator.
-                    self._counted[op_id] = self.source_counts[op_id]
-                    return rows
+                # One row per id of its planned range: counted without an observation,
+                # which would cost the driver a plan step and every row an accumulator.
+                self._counted[op_id] = self.source_counts[op_id]
+                return rows
             if op.type in BROKER_SOURCES:
                 # Several of the epoch's Spark jobs read the source; a broker is read once,
                 # the rows are kept on the executors for the epoch.
@@ -310,13 +309,6 @@ def _unsequenced(frame: Frame) -> Frame:
     if isinstance(frame, DataFrame) and SEQUENCE in frame.columns:
         return frame.drop(SEQUENCE)
     return frame
-
-
-def _source_rows(batch: DataFrame, op_id: str) -> DataFrame:
-    if SOURCE_TAG not in batch.columns:
-        return batch
-    rows = batch.where(F.col(SOURCE_TAG) == op_id).drop(SOURCE_TAG)
-    return rows.drop("__tick") if "__tick" in rows.columns else rows
 
 
 def _event_time_column(frame: Frame) -> str | None:

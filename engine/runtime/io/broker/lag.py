@@ -1,13 +1,11 @@
 """The lag of the broker sources after an epoch: the run's backlog.
 
-Spark writes each epoch's end offsets to the checkpoint's offset log before the epoch
-runs; the lag of a stream is how many entries its tail is past that end.
+An epoch's plan logs the end offsets it reads up to before the epoch runs; the lag of a
+stream is how many entries its tail is past that end.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,20 +16,15 @@ from engine.runtime.io.broker.spec import StreamSpec
 BROKER_TYPES = frozenset({"source.redis_stream"})
 
 
-def broker_lags(graph: JobGraph, checkpoint: str, epoch: int) -> dict[str, dict[str, int]]:
-    """Per broker source of ``graph``, entries behind each stream's tail after ``epoch``
-    ({} when the job reads no broker)."""
-    ops = [graph.operator(s) for s in graph.sources()]
-    brokers = [op for op in ops if op.type in BROKER_TYPES]
-    if not brokers:
-        return {}
-    ends = _end_offsets(checkpoint, epoch)
+def broker_lags(graph: JobGraph, planned: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """Per broker source of ``graph``, entries behind each stream's tail after the epoch
+    whose plan took ``planned`` of each source ({} when the job reads no broker)."""
     lags = {}
-    for op in brokers:
-        spec = StreamSpec.from_params(op.id, op.params)
-        end = ends.get(op.id)
-        if end is not None:
-            lags[op.id] = _lags_of(spec, end)
+    for op_id in graph.sources():
+        op = graph.operator(op_id)
+        if op.type in BROKER_TYPES and op_id in planned:
+            spec = StreamSpec.from_params(op_id, op.params)
+            lags[op_id] = _lags_of(spec, planned[op_id]["end"])
     return lags
 
 
@@ -56,22 +49,3 @@ def broker_report(
                          "dead_letters": letters.get("count", 0),
                          "dead_letter_sample": letters.get("sample")}
     return {"broker_sources": report} if report else {}
-
-
-def _end_offsets(checkpoint: str, epoch: int) -> dict[str, dict[str, Any]]:
-    """The broker sources' end offsets of ``epoch`` from Spark's offset log, by source id."""
-    path = os.path.join(checkpoint, "spark", "offsets", str(epoch))
-    try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
-    except OSError:
-        return {}
-    found = {}
-    for line in lines[2:]:  # a version line, the batch metadata, then one line per source
-        try:
-            offset = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(offset, dict) and "op" in offset and "streams" in offset:
-            found[str(offset["op"])] = offset
-    return found

@@ -64,22 +64,6 @@ class StreamSpec:
             reconnect_s=float(params.get("reconnect_seconds", 30.0)),
         )
 
-    def to_json(self) -> str:
-        """The spec but its URL as the data source's option (options are strings; the URL
-        goes in an option named ``url``, whose value Spark redacts in plans and logs)."""
-        doc = {**self.__dict__, "streams": list(self.streams), "columns": list(self.columns)}
-        del doc["url"]
-        return json.dumps(doc)
-
-    @classmethod
-    def from_json(cls, text: str, url: str) -> StreamSpec:
-        """Inverse of ``to_json``."""
-        doc = json.loads(text)
-        doc["url"] = url
-        doc["streams"] = tuple(doc["streams"])
-        doc["columns"] = tuple(tuple(c) for c in doc["columns"])
-        return cls(**doc)
-
     def output_columns(self) -> list[tuple[str, str]]:
         """The row's columns: the declared ones, the entry time if no time field is named,
         then the dead-letter column."""

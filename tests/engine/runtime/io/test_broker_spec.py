@@ -77,12 +77,6 @@ def test_json_null_is_a_null_value_not_an_error() -> None:
     assert row[4] is None and row[-1] is None
 
 
-def test_spec_survives_its_option_form() -> None:
-    s = spec(start={"s": "5-0"}, max_entries_per_epoch=10)
-    assert "redis:" not in s.to_json()
-    assert StreamSpec.from_json(s.to_json(), s.url) == s
-
-
 @pytest.mark.parametrize(("url", "shown"), [
     ("redis://:pw@host:6379/0", "redis://:***@host:6379/0"),
     ("rediss://user:p%40ss@host/1", "rediss://user:***@host/1"),

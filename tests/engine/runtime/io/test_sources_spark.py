@@ -70,9 +70,12 @@ def test_files_source_feeds_a_dedupe(spark, tmp_path, monkeypatch) -> None:  # t
     clear_memory_sink(sink)
 
 
-def test_a_stop_ends_a_run_whose_files_have_no_new_data(spark, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Spark runs no micro-batch for a files source with nothing new, so no epoch takes the
-    stop: the run stops without one, and acknowledges the stop after its last epoch."""
+def test_an_idle_files_run_runs_no_epoch_takes_a_new_file_then_a_stop(  # type: ignore[no-untyped-def]
+    spark, tmp_path, monkeypatch
+) -> None:
+    """With nothing new in its folder a run stays idle: no epoch runs. A new file is taken
+    by the next epoch, once (a file already taken is never read again), and a stop sent
+    while idle is taken by an epoch of its own, which reads nothing."""
     monkeypatch.setenv("STREAMSCALE_DATA_DIR", str(tmp_path))
     sink = f"files_{uuid.uuid4().hex[:6]}"
     recorder = CollectingRecorder()
@@ -84,17 +87,26 @@ def test_a_stop_ends_a_run_whose_files_have_no_new_data(spark, tmp_path, monkeyp
         spark=spark,
         trigger_ms=200,
     )
-    deadline = time.monotonic() + 120
-    while run.last_epoch is None:
-        assert time.monotonic() < deadline and run.failure() is None
-        time.sleep(0.05)
-    time.sleep(1.0)  # the file was read: the query is idle
+    _until(lambda: run.last_epoch == 0, run)
+    time.sleep(1.0)  # five intervals with nothing new
+    assert run.last_epoch == 0 and run.status == "running"
+    later = [{"user": u, "at": "2026-01-01T00:05:00Z", "n": 100 + u} for u in (1, 7)]
+    (tmp_path / "in" / "b.json").write_text("\n".join(json.dumps(r) for r in later))
+    _until(lambda: run.last_epoch == 1, run)
     run.channel.send(command_message("stop", None, "stop-idle", time.time() * 1000.0))
     asked = time.monotonic()
     assert run.wait(30) == "stopped"
     assert time.monotonic() - asked < 10
-    assert run.last_epoch == 0
+    assert run.last_epoch == 2
     (ack,) = [a for a in recorder.acks if a["request_id"] == "stop-idle"]
-    assert ack["status"] == "applied" and ack["applied_epoch"] == 0
-    assert sorted(memory_sink_rows(sink)["n"].to_pylist()) == [2, 3, 4, 5, 6]
+    assert ack["status"] == "applied" and ack["applied_epoch"] == 2
+    # user 1 again 5 minutes later (past the dedupe's minute), user 7 new
+    assert sorted(memory_sink_rows(sink)["n"].to_pylist()) == [2, 3, 4, 5, 6, 101, 107]
     clear_memory_sink(sink)
+
+
+def _until(done, run, timeout_s: float = 120.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline and run.failure() is None, run.failure()
+        time.sleep(0.05)

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import time
+from collections.abc import Iterator
 
 import pytest
+import redis
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
@@ -115,9 +119,62 @@ def test_a_websocket_handshake_with_redis_down_is_refused_cleanly(make_user, liv
 
     async def handshake():
         communicator = WebsocketCommunicator(
-            application, f"/ws/runs/{live_run.pk}/",
-            headers=[(b"origin", b"http://127.0.0.1:8000"),
-                     (b"authorization", f"Bearer {token}".encode())])
-        return await communicator.connect(timeout=10)
+            application, f"/ws/runs/{live_run.pk}/", headers=_socket_headers(token))
+        connected, _ = await communicator.connect(timeout=10)
+        return connected, await communicator.receive_output(timeout=5)
 
-    assert async_to_sync(handshake)() == (False, 1013)
+    # accepted, then closed with the code: a refused handshake would reach clients as HTTP 403
+    assert async_to_sync(handshake)() == (True, {"type": "websocket.close", "code": 1013})
+
+
+def _socket_headers(token: str) -> list[tuple[bytes, bytes]]:
+    return [(b"host", b"127.0.0.1:8000"), (b"origin", b"http://127.0.0.1:8000"),
+            (b"authorization", f"Bearer {token}".encode())]
+
+
+@pytest.fixture
+def mortal_redis(settings) -> Iterator[subprocess.Popen]:
+    """A Redis of this test's own for the channel layer, which the test may kill."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    client = redis.Redis(port=port)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            break
+        except redis.exceptions.ConnectionError:
+            assert time.monotonic() < deadline and server.poll() is None, "redis did not start"
+            time.sleep(0.05)
+    layers = json.loads(json.dumps(settings.CHANNEL_LAYERS))
+    layers["default"]["CONFIG"]["hosts"] = [f"redis://127.0.0.1:{port}/0"]
+    settings.CHANNEL_LAYERS = layers
+    yield server
+    server.kill()
+    server.wait()
+
+
+def test_an_open_socket_is_closed_with_1013_when_redis_dies(make_user, job, mortal_redis):
+    from asgiref.sync import async_to_sync
+
+    from webapp.accounts.services import api_token_create
+    from webapp.asgi import application
+
+    token = api_token_create(user=make_user(Role.VIEWER, name="ws-viewer"))
+
+    async def scenario():
+        communicator = WebsocketCommunicator(
+            application, f"/ws/jobs/{job.pk}/", headers=_socket_headers(token))
+        assert (await communicator.connect(timeout=10))[0]
+        assert (await communicator.receive_json_from(timeout=5))["type"] == "hello"
+        mortal_redis.kill()
+        mortal_redis.wait()
+        # Before: the channel layer's error escaped the application ("Exception in ASGI
+        # application") and the connection dropped without a close frame.
+        return await communicator.receive_output(timeout=10)
+
+    assert async_to_sync(scenario)() == {"type": "websocket.close", "code": 1013}

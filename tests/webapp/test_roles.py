@@ -127,6 +127,7 @@ def test_anonymous_is_refused(endpoint, job, ids, simple_dag):
         assert response.status_code == 302 and response["Location"].startswith("/login/")
     else:
         _assert_refused(response, 401, "authentication required")
+        assert response["WWW-Authenticate"] == "Bearer"
 
 
 @pytest.mark.django_db
@@ -142,6 +143,7 @@ def test_unknown_and_malformed_tokens_are_refused(endpoint, header, message, job
     client = Client(HTTP_AUTHORIZATION=header)
     response = _call(client, method, path.format(**ids), _body(body_kind, job, simple_dag))
     _assert_refused(response, 401, message, where="header Authorization")
+    assert response["WWW-Authenticate"] == 'Bearer error="invalid_token"'
 
 
 @pytest.mark.django_db

@@ -75,12 +75,15 @@ def test_a_stored_version_that_fails_the_checks_never_starts(token_client, make_
     (b'{"name": NaN}', 400, "NaN is not a JSON number"),
     (b'{"name": Infinity}', 400, "Infinity is not a JSON number"),
     (b'{"name": "a\\u0000b"}', 400, "NUL character"),
+    (b'{"name": ' + b"9" * 5000 + b"}", 400, "a whole number of 5000 digits: at most 20"),
+    (b'{"name": -' + b"9" * 21 + b"}", 400, "a whole number of 21 digits: at most 20"),
     (b'{"name": "' + b"x" * 1_100_000 + b'"}', 413, "at most 1000000 are allowed"),
 ])
 def test_bodies_are_bounded_and_answered_in_json(editor, body, status, message):
     answer = post(editor, "/api/jobs", body)
     assert answer.status_code == status
     assert message in answer.json()["error"]
+    assert "set_int_max_str_digits" not in answer.content.decode()
 
 
 def test_overlong_fields_are_refused(token_client):

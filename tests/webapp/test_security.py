@@ -75,8 +75,8 @@ def test_a_stored_version_that_fails_the_checks_never_starts(token_client, make_
     (b'{"name": NaN}', 400, "NaN is not a JSON number"),
     (b'{"name": Infinity}', 400, "Infinity is not a JSON number"),
     (b'{"name": "a\\u0000b"}', 400, "NUL character"),
-    (b'{"name": ' + b"9" * 5000 + b"}", 400, "a whole number of 5000 digits: at most 20"),
-    (b'{"name": -' + b"9" * 21 + b"}", 400, "a whole number of 21 digits: at most 20"),
+    (b'{"name": ' + b"9" * 5000 + b"}", 400, "a whole number of 5000 digits: at most 100"),
+    (b'{"name": -' + b"9" * 101 + b"}", 400, "a whole number of 101 digits: at most 100"),
     (b'{"name": "' + b"x" * 1_100_000 + b'"}', 413, "at most 1000000 are allowed"),
 ])
 def test_bodies_are_bounded_and_answered_in_json(editor, body, status, message):

@@ -21,9 +21,10 @@ from webapp.validation import problems_of, refusal
 
 MAX_BODY_BYTES = 1_000_000
 MAX_JSON_DEPTH = 32
-# Every whole number the API takes fits in 64 bits (19 digits); a longer one is refused by
-# name before Python's own limit (4,300 digits) answers with its interpreter-specific advice.
-MAX_INTEGER_DIGITS = 20
+# Far past any whole number the API takes (those fit in 64 bits), so that the fields' own
+# bounds name an overflow; a longer one is refused here, before Python's limit (4,300
+# digits) answers with its interpreter-specific advice.
+MAX_INTEGER_DIGITS = 100
 RETRY_AFTER_S = 5
 
 

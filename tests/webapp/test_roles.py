@@ -38,6 +38,9 @@ ENDPOINTS = [
      None),
     ("api metrics", "get", "/api/runs/{run}/metrics?since_epoch=0", Permission.READ, None),
     ("api autoscale", "post", "/api/runs/{run}/autoscale", Permission.OPERATE_RUNS, "autoscale"),
+    ("api sink targets", "get", "/api/sink-targets", Permission.READ, None),
+    ("api sink target hand-over", "post", "/api/sink-targets/hand-over", Permission.MANAGE_USERS,
+     "hand_over"),
 ]
 
 
@@ -54,6 +57,11 @@ def _body(kind, job, simple_dag):
         return {"kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "roles"}
     if kind == "autoscale":
         return {"mode": "recommend"}
+    if kind == "hand_over":  # a target the job owns, handed to itself
+        from webapp.jobs.models import SinkTarget
+
+        SinkTarget.objects.get_or_create(kind="folder", name="roles-out", job=job)
+        return {"kind": "folder", "name": "roles-out", "job": job.pk, "reason": "roles"}
     return None
 
 

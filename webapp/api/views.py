@@ -24,6 +24,9 @@ from webapp.api.schema import (
     JobListOut,
     JobOut,
     PathId,
+    SinkTargetHandOverIn,
+    SinkTargetListOut,
+    SinkTargetOut,
     UserIn,
     UserOut,
     ValidationOut,
@@ -111,3 +114,20 @@ def catalog(request: HttpRequest):
              auth=requires(Permission.READ))
 def validate(request: HttpRequest, dag: DagBody):
     return engine_gateway.dag_check(dag)
+
+
+@router.get("/sink-targets", response=answers(200, SinkTargetListOut),
+            summary="the tables and folders jobs' sinks write to, each with its owner job",
+            auth=requires(Permission.READ))
+def sink_targets(request: HttpRequest):
+    return {"targets": [selectors.sink_target_as_json(t) for t in selectors.sink_target_list()]}
+
+
+@router.post("/sink-targets/hand-over", response=answers(200, SinkTargetOut, 400, 404, 413),
+             summary="give a sink target to another job (admins)",
+             auth=requires(Permission.MANAGE_USERS))
+def sink_target_hand_over(request: HttpRequest, body: SinkTargetHandOverIn):
+    target = services.sink_target_hand_over(
+        kind=body.kind, name=body.name, job_id=body.job, actor=request.user,
+        trigger=trigger_of(request), reason=body.reason)
+    return selectors.sink_target_as_json(target)

@@ -22,6 +22,12 @@ from engine.dag.expressions import (  # noqa: F401 - parser_warm: re-exported
     warm_up_parser,
 )
 from engine.dag.secrets import masked_document, unmasked_document
+from engine.dag.sinks import (  # noqa: F401 - STAGING_SUFFIX, SinkTarget: re-exported
+    STAGING_SUFFIX,
+    SinkTarget,
+    reserved_target_reason,
+    sink_targets,
+)
 from engine.errors import DagValidationError
 from engine.planner import plan_job
 from webapp.errors import ServiceError
@@ -170,3 +176,13 @@ def dag_check(document: Any) -> dict[str, Any]:
     graph = parse_job_graph(document)
     return {"valid": True, "problems": [], "plan": plan_job(graph).to_dict(),
             "columns": {op: dict(cols) for op, cols in output_columns(graph).items()}}
+
+
+def dag_sink_targets(document: Any) -> tuple[SinkTarget, ...]:
+    """The tables and folders a checked document's sinks write to (frozen dataclasses)."""
+    return sink_targets(document)
+
+
+def sink_target_reserved(target: SinkTarget) -> str | None:
+    """Why no job may write to ``target``, or None."""
+    return reserved_target_reason(target)

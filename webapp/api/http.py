@@ -151,7 +151,7 @@ def trigger_of(request: HttpRequest) -> str:
 def error_answer(error: ServiceError) -> JsonResponse:
     response = JsonResponse({"error": str(error), "problems": error.problems},
                             status=error.status)
-    if error.status == 503:
+    if error.status in (429, 503):
         response["Retry-After"] = str(RETRY_AFTER_S)
     return response
 

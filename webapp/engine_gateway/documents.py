@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.dag import (
+    JobGraph,
     max_parallelism,
     parse_job_graph,
     pinned_reason,
@@ -28,7 +29,7 @@ from engine.dag.sinks import (  # noqa: F401 - STAGING_SUFFIX, SinkTarget: re-ex
     reserved_target_reason,
     sink_targets,
 )
-from engine.errors import DagValidationError
+from engine.errors import DagValidationError, ValidationBudgetExceeded
 from engine.planner import plan_job
 from webapp.errors import ServiceError
 
@@ -77,7 +78,7 @@ def dag_with_secrets(document: Any, previous: Any) -> Any:
 def dag_problems(document: Any) -> list[dict[str, str]]:
     """Every problem of a DAG document, each naming the operator or edge; empty when valid."""
     try:
-        parse_job_graph(document)
+        _budgeted_graph(document)
     except DagValidationError as error:
         return [{"where": p.where, "message": p.message} for p in error.problems]
     except ExpressionParserUnavailable as error:
@@ -85,13 +86,27 @@ def dag_problems(document: Any) -> list[dict[str, str]]:
     return []
 
 
+def _budgeted_graph(document: Any) -> JobGraph:
+    """``parse_job_graph``, its time budget running out answered as ValidationTooCostly."""
+    try:
+        return parse_job_graph(document)
+    except ValidationBudgetExceeded as error:
+        raise ValidationTooCostly(error.problems[0].message, problems=[
+            {"where": p.where, "message": p.message} for p in error.problems]) from None
+
+
 class ParserUnavailable(ServiceError):
     status = 503
 
 
+class ValidationTooCostly(ServiceError):
+    """A document whose check ran over its time budget: refused (400) rather than answered as
+    invalid, since nothing is known to be wrong with it."""
+
+
 def dag_normalized(document: dict[str, Any]) -> dict[str, Any]:
     """The canonical form of a valid document (defaults filled in)."""
-    return parse_job_graph(document).to_dict()
+    return _budgeted_graph(document).to_dict()
 
 
 # The helpers below read a document checked when it was stored (a run's target, a job's
@@ -173,7 +188,7 @@ def dag_check(document: Any) -> dict[str, Any]:
         return {"valid": False, "problems": problems}
     from engine.dag import output_columns
 
-    graph = parse_job_graph(document)
+    graph = _budgeted_graph(document)
     return {"valid": True, "problems": [], "plan": plan_job(graph).to_dict(),
             "columns": {op: dict(cols) for op, cols in output_columns(graph).items()}}
 

@@ -14,13 +14,18 @@ from webapp.engine_gateway import dag_normalized, dag_problems, dag_with_secrets
 from webapp.errors import Conflict, NotFound, ServiceError
 from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, JobVersion, SinkTarget
 from webapp.jobs.selectors import sink_target_overlapping
+from webapp.jobs.validations import validation_slot
 from webapp.live.events import job_event_publish
 
 
 def job_create(*, dag: Any, actor, trigger: str, comment: str = "") -> JobVersion:
     """Create a job from a DAG document as its version 1."""
     _check_comment(comment)
-    document = _valid_document(dag)
+    name = dag.get("name") if isinstance(dag, dict) else None
+    if isinstance(name, str) and Job.objects.filter(name=name).exists():
+        # Answered before the document is checked, which can take seconds.
+        raise Conflict(f"a job named {name!r} already exists")
+    document = _valid_document(dag, actor)
     try:
         with transaction.atomic():
             job = Job.objects.create(name=document["name"], created_by=actor, latest_version=1)
@@ -44,7 +49,7 @@ def job_version_create(
     if not isinstance(base_version, int) or isinstance(base_version, bool):
         raise ServiceError("base_version must be the version number the edit started from")
     _check_comment(comment)
-    document = _valid_document(dag)
+    document = _valid_document(dag, actor)
     with transaction.atomic():
         job = Job.objects.select_for_update().filter(pk=job_id).first()
         if job is None:
@@ -143,11 +148,19 @@ def _check_text(text: Any, field: str) -> None:
                                       "message": f"must be at most {MAX_COMMENT} characters"}])
 
 
-def _valid_document(dag: Any) -> dict[str, Any]:
-    problems = dag_problems(dag)
-    if problems:
-        raise ServiceError(f"the job graph has {len(problems)} problem(s)", problems=problems)
-    return dag_normalized(dag)
+def _valid_document(dag: Any, actor) -> dict[str, Any]:
+    with validation_slot(user_id=getattr(actor, "pk", None)):
+        problems = dag_problems(dag)
+        if problems:
+            raise ServiceError(f"the job graph has {len(problems)} problem(s)",
+                               problems=problems)
+        return dag_normalized(dag)
+
+
+def job_document_check(*, dag: Any, actor) -> dict[str, Any]:
+    """The editor's check of a document: every problem, or the plan and columns."""
+    with validation_slot(user_id=getattr(actor, "pk", None)):
+        return engine_gateway.dag_check(dag)
 
 
 def _check_fixed_fields(previous: dict[str, Any], document: dict[str, Any]) -> None:

@@ -27,7 +27,8 @@ def capture(rate: int = 60_000) -> None:
     dag["operators"][0]["params"]["max_rows_per_epoch"] = rate
     with PrivateStack() as stack:
         api = stack.client(username="screens-api", role="admin")
-        stack.manage("create_user", "screens", "--role", "operator", "--password", PASSWORD)
+        stack.manage("create_user", "screens", "--role", "operator",
+                     env={"STREAMSCALE_USER_PASSWORD": PASSWORD})
         job = api.post("/api/jobs", dag)
         run_id = api.post(f"/api/jobs/{job['id']}/runs", {})["run_id"]
         _say(f"run {run_id} started at {rate} rows/s offered")

@@ -60,7 +60,8 @@ def capture() -> None:
     """Runs the two jobs on the product and saves the screenshots."""
     with PrivateStack() as stack:
         api = stack.client(username="screens-api", role="admin")
-        stack.manage("create_user", "screens", "--role", "admin", "--password", PASSWORD)
+        stack.manage("create_user", "screens", "--role", "admin",
+                     env={"STREAMSCALE_USER_PASSWORD": PASSWORD})
         job = api.post("/api/jobs", campaign_counts())
         run_id = api.post(f"/api/jobs/{job['id']}/runs", {})["run_id"]
         failing = api.post("/api/jobs", FAILING)

@@ -21,7 +21,8 @@ from engine.dag import (
 from engine.dag.document import MAX_KEY_GROUPS, MAX_NAME_LENGTH, document_in_order
 from engine.dag.expressions import ExpressionParserUnavailable, parser_warm, warm_up_parser
 from engine.dag.secrets import masked_document, unmasked_document
-from engine.errors import DagValidationError, EngineError
+from engine.dag.sinks import STAGING_SUFFIX, SinkTarget, reserved_target_reason, sink_targets
+from engine.errors import DagValidationError, EngineError, ValidationBudgetExceeded
 from engine.mapping import weighted_assignment
 from engine.planner import diff_plans, plan_job
 from engine.policies import compute_etp, parse_rates, plan_scale_out, recommend_parallelism
@@ -37,12 +38,15 @@ __all__ = [
     "MAX_KEY_GROUPS",
     "MAX_NAME_LENGTH",
     "OPERATOR_TYPES",
+    "STAGING_SUFFIX",
     "AutoscaleSettings",
     "DagValidationError",
     "EngineError",
     "ExpressionParserUnavailable",
     "JobGraph",
     "RedisControlChannel",
+    "SinkTarget",
+    "ValidationBudgetExceeded",
     "autoscale_decide",
     "command_message",
     "compute_etp",
@@ -64,6 +68,8 @@ __all__ = [
     "plan_scale_in_instances",
     "plan_scale_out",
     "recommend_parallelism",
+    "reserved_target_reason",
+    "sink_targets",
     "state_kind_of",
     "stored_job_graph",
     "unmasked_document",

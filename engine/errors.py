@@ -38,6 +38,11 @@ class DagValidationError(ProblemsError):
     """A job graph (DAG) document is invalid."""
 
 
+class ValidationBudgetExceeded(DagValidationError):
+    """Checking a document took longer than its budget; parsed expressions are remembered,
+    so the same document sent again continues where this check stopped."""
+
+
 class RatesError(ProblemsError):
     """A rates document is invalid or does not match its job graph."""
 

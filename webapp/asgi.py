@@ -13,12 +13,12 @@ django_asgi = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from webapp.bounded import BoundedWorkers, connect_thread  # noqa: E402
 from webapp.live.auth import BearerTokenWebsocketMiddleware  # noqa: E402
+from webapp.live.origin import SameOriginWebsocketValidator  # noqa: E402
 from webapp.live.routing import websocket_urlpatterns  # noqa: E402
 
 # Each request thread keeps one database connection across requests (webapp.bounded). The
@@ -41,7 +41,7 @@ application = ProtocolTypeRouter(
         "http": ASGIStaticFilesHandler(BoundedWorkers(
             django_asgi, threads=settings.WEB_THREADS, queue=settings.WEB_QUEUE,
             wait_s=settings.WEB_QUEUE_WAIT_S, connect=connect_thread if _prepare else None)),
-        "websocket": AllowedHostsOriginValidator(
+        "websocket": SameOriginWebsocketValidator(
             AuthMiddlewareStack(BearerTokenWebsocketMiddleware(URLRouter(websocket_urlpatterns)))
         ),
     }

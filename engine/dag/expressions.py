@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import lru_cache
 
+from engine.dag.expression_bounds import bound_problems
 from engine.errors import EngineError
 
 MAX_EXPRESSION_LENGTH = 4000
@@ -30,11 +31,13 @@ MAX_EXPRESSION_LENGTH = 4000
 @dataclass(frozen=True)
 class ExpressionNode:
     """One node of a parsed expression tree, in pre-order: Catalyst's class name (without
-    package), its number of children, and its name parts (function or column names)."""
+    package), its number of children, its name parts (function or column names) and, for a
+    literal, its value as text (None for NULL)."""
 
     kind: str
     children: int
     name: tuple[str, ...] = ()
+    value: str | None = None
 
 
 class ExpressionSyntaxError(ValueError):
@@ -129,6 +132,8 @@ def expression_problems(text: str, columns: Collection[str] | None = None) -> li
         problem = _node_problem(node, columns)
         if problem is not None and problem not in problems:
             problems.append(problem)
+    if not problems:  # sizes are read from calls that are allowed at all
+        problems += bound_problems(tree)
     return problems
 
 
@@ -203,8 +208,10 @@ REFUSED_FUNCTIONS: dict[str, str] = {
     "assert_true": "it fails the run on purpose",
     **dict.fromkeys(("read_files", "xpath", "from_xml", "schema_of_xml"),
                     f"{_HOST} (reads files or documents)"),
-    **dict.fromkeys(("repeat", "space", "array_repeat", "sequence", "lpad", "rpad"),
-                    "it can build values of any size"),
+    "sequence": "it can build values of any size",
+    **dict.fromkeys(("inline", "inline_outer", "explode", "explode_outer", "posexplode",
+                     "posexplode_outer", "stack"),
+                    "it makes rows, not a value: an expression gives one value per row"),
     **dict.fromkeys(("count", "sum", "min", "max", "avg", "mean", "first", "last",
                      "collect_list", "collect_set", "row_number", "rank", "lag", "lead"),
                     "aggregates belong in a window_aggregate's `aggregates`"),
@@ -243,13 +250,14 @@ datediff datepart day dayname dayofmonth dayofweek dayofyear decimal decode degr
 e element_at elt encode endswith equal_null exists exp expm1 extract factorial filter
 find_in_set float floor forall format_number format_string from_json from_unixtime
 from_utc_timestamp get get_json_object greatest hash hex hour hypot if ifnull ilike in initcap
-inline instr int isnan isnotnull isnull json_array_length json_object_keys last_day lcase
-least left len length levenshtein like ln locate log log10 log1p log2 lower ltrim
+instr int isnan isnotnull isnull json_array_length json_object_keys last_day lcase
+least left len length levenshtein like ln locate log log10 log1p log2 lower lpad ltrim
 make_date make_interval make_timestamp make_dt_interval make_ym_interval map map_concat
 map_contains_key map_entries map_filter map_from_arrays map_from_entries map_keys map_values
 map_zip_with mask md5 minute mod month monthname months_between named_struct nanvl
 negative next_day not nullif nullifzero nvl nvl2 octet_length or overlay parse_url pi pmod
 position positive pow power printf quarter radians regexp regexp_count regexp_extract
+repeat array_repeat space rpad
 regexp_extract_all regexp_instr regexp_like regexp_replace regexp_substr replace reverse
 right rint rlike round rtrim sec second sha sha1 sha2 shiftleft shiftright
 shiftrightunsigned sign signum sin sinh size slice smallint sort_array soundex split
@@ -261,4 +269,5 @@ try_subtract try_to_number try_to_timestamp typeof ucase unbase64 unhex unix_dat
 unix_micros unix_millis unix_seconds upper url_decode url_encode weekday weekofyear
 when width_bucket xxhash64 year zeroifnull zip_with
 """.split())
-"""Built-in functions a job may call: deterministic, no side effects, bounded output."""
+"""Built-in functions a job may call: deterministic, no side effects, bounded output (those
+whose output an argument sizes are bounded by ``engine.dag.expression_bounds``)."""

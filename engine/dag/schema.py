@@ -8,6 +8,7 @@ the checks that depend on them are skipped.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 
@@ -20,6 +21,8 @@ from engine.errors import Problem
 Schema = dict[str, str]
 NUMERIC = frozenset({"long", "int", "integer", "double", "float", "short", "byte", "decimal",
                      "bigint", "smallint", "tinyint", "unknown"})
+MAX_WINDOWS_PER_ROW = 1000
+"""A sliding window's window/slide: the windows each row is added to (and kept per key)."""
 
 
 def output_columns(graph: JobGraph) -> dict[str, dict[str, str]]:
@@ -204,8 +207,15 @@ def _window_problems(op: Operator, where: str) -> list[Problem]:
     if not isinstance(window, str) or not isinstance(slide, str):
         return []
     window_s, slide_s = interval_seconds(window), interval_seconds(slide)
-    if window_s is not None and slide_s is not None and slide_s > window_s:
+    if window_s is None or slide_s is None:
+        return []
+    if slide_s > window_s:
         return [Problem(where, f"slide {slide!r} is longer than window {window!r}")]
+    # Each row is added to window/slide windows, and each window is state kept per key.
+    if window_s / slide_s > MAX_WINDOWS_PER_ROW:
+        return [Problem(where, f"window {window!r} over slide {slide!r} puts each row in "
+                               f"{math.ceil(window_s / slide_s):,} windows, at most "
+                               f"{MAX_WINDOWS_PER_ROW:,}: use a longer slide")]
     return []
 
 

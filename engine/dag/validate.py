@@ -19,7 +19,7 @@ from engine.dag.structure import (
     role_problems,
     source_reachability_problems,
 )
-from engine.errors import DagValidationError, Problem
+from engine.errors import DagValidationError, Problem, ValidationBudgetExceeded
 
 
 def parse_job_graph(doc: Any) -> JobGraph:
@@ -79,8 +79,12 @@ def _graph_of(raw: RawDocument) -> JobGraph:
                     operators=tuple(raw.operators), edges=tuple(raw.edges))
 
 
-VALIDATION_BUDGET_S = 30.0
-"""Validation of one document stops with a problem once it has taken this long."""
+VALIDATION_BUDGET_S = 2.0
+"""Validation of one document stops (ValidationBudgetExceeded) once it has taken this long,
+so that one request cannot hold a web thread for long: Spark's parser takes ~3 ms for a
+short new expression and ~50 ms for one of 20 terms (measured), so a document of hundreds
+of new long expressions would take tens of seconds. Expressions already parsed cost
+nothing (cached per text), so sending the document again continues the work."""
 
 
 def validate_graph(graph: JobGraph) -> list[Problem]:
@@ -102,9 +106,10 @@ def validate_graph(graph: JobGraph) -> list[Problem]:
 
 def _check_budget(deadline: float) -> None:
     if time.monotonic() > deadline:
-        raise DagValidationError([Problem(
-            "document", f"validation took over {VALIDATION_BUDGET_S:g} s: split the job or "
-                        "simplify its expressions")])
+        raise ValidationBudgetExceeded([Problem(
+            "document", f"validation took over {VALIDATION_BUDGET_S:g} s: send it again to "
+                        "go on (expressions already checked are remembered), or split the job "
+                        "or simplify its expressions")])
 
 
 def _type_problems(graph: JobGraph, deadline: float) -> list[Problem]:

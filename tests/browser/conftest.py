@@ -40,9 +40,10 @@ class Stack:
     var_dir: Path
     children: list[subprocess.Popen] = field(default_factory=list)
 
-    def manage(self, *args: str) -> str:
-        """Run a manage.py command against the stack's database; its output."""
-        return self._python([str(REPO / "manage.py"), *args])
+    def manage(self, *args: str, env: dict[str, str] | None = None) -> str:
+        """Run a manage.py command against the stack's database, with ``env`` added to the
+        stack's environment; its output."""
+        return self._python([str(REPO / "manage.py"), *args], env=env)
 
     def fake_run(self, *args: str) -> str:
         return self._python(["-m", "tests.browser.fake_run", *args])
@@ -54,9 +55,9 @@ class Stack:
         self.children.append(child)
         return child
 
-    def _python(self, args: list[str]) -> str:
-        done = subprocess.run([sys.executable, *args], cwd=REPO, env=self.env, capture_output=True,
-                              text=True, timeout=300)
+    def _python(self, args: list[str], env: dict[str, str] | None = None) -> str:
+        done = subprocess.run([sys.executable, *args], cwd=REPO, env={**self.env, **(env or {})},
+                              capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             raise RuntimeError(f"{args} failed:\n{done.stdout}\n{done.stderr}")
         return done.stdout
@@ -127,7 +128,8 @@ def stack() -> Iterator[Stack]:
                 raise RuntimeError(f"the stack did not start; see {log.name}")
             time.sleep(0.5)
         for role in ROLES:
-            stack.manage("create_user", f"{role}-b", "--role", role, "--password", PASSWORD)
+            stack.manage("create_user", f"{role}-b", "--role", role,
+                         env={"STREAMSCALE_USER_PASSWORD": PASSWORD})
         yield stack
     finally:
         for child in stack.children:

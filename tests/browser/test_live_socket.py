@@ -134,3 +134,50 @@ def test_the_editor_reconnects_and_still_hears_of_a_newer_version(stack, fed_run
     page.evaluate("window.dispatchEvent(new Event('online'))")
     wait_live(page)
     page.wait_for_selector("#conflict:not([hidden])", timeout=15_000)
+
+
+_CLOSE_CODE_OF = """url => new Promise(resolve => {
+  const socket = new WebSocket(url);
+  socket.onclose = event => resolve(event.code);
+})"""
+
+
+@pytest.fixture
+def page_on_another_port():
+    """The address of an empty page served on another port of the product's host: the same
+    site, so the browser sends the session cookie along with its socket."""
+    import http.server
+    import threading
+
+    class EmptyPage(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the http.server's name
+            body = b"<!doctype html><title>another port</title>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EmptyPage)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_page_on_another_port_cannot_open_the_products_socket(
+    stack, signed_in, page_on_another_port
+):
+    page = signed_in("viewer", expected_errors=("WebSocket",))
+    socket_url = stack.url.replace("http://", "ws://") + "ws/jobs/999999/"
+
+    # From the product's own page: signed in and same origin, so only the job is unknown.
+    assert page.evaluate(_CLOSE_CODE_OF, socket_url) == 4404
+    page.goto(page_on_another_port)
+    # The same browser and cookie from another port: refused as another origin, with the
+    # code the pages understand (not an HTTP 403 seen as 1006).
+    assert page.evaluate(_CLOSE_CODE_OF, socket_url) == 4403

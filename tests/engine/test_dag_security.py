@@ -95,6 +95,64 @@ def test_deterministic_expressions_pass(condition: str) -> None:
     assert parse_job_graph(with_filter(condition))
 
 
+@pytest.mark.parametrize(("condition", "message"), [
+    ("printf('%1000000000s', 'a') = event_type",
+     "printf: the width 1000000000 in its format '%1000000000s' is over 10000"),
+    ("format_string('%.99999999f', amount) = ''",
+     "format_string: the precision 99999999 in its format '%.99999999f' is over 10000"),
+    ("printf(event_type, amount) = ''",
+     "printf: its format must be a constant string, not computed per row"),
+    ("size(array_insert(array(1), 2000000000, 1)) > 0",
+     "array_insert: its position is 2000000000, at most 10000"),
+    ("size(array_insert(array(1), -2000000000, 1)) > 0",
+     "array_insert: its position is -2000000000, at most 10000"),
+    ("repeat(event_type, 100000000) = ''", "repeat: its count is 100000000, at most 10000"),
+    ("repeat(event_type, user_id) = ''",
+     "repeat: its count must be a constant whole number (at most 10000), not computed per row"),
+    ("lpad(event_type, 2000000000, 'x') = ''", "lpad: its length is 2000000000, at most 10000"),
+    ("rpad(event_type, 2000000000) = ''", "rpad: its length is 2000000000, at most 10000"),
+    ("space(99999999) = ''", "space: its count is 99999999, at most 10000"),
+    ("size(array_repeat(1, 99999999)) > 0", "array_repeat: its count is 99999999, at most 10000"),
+    ("format_number(amount, 1000000) = ''", "format_number: its decimals are 1000000, at most 100"),
+    ("event_type RLIKE '(a+)+b'",
+     "rlike: the regular expression '(a+)+b' nests quantifiers"),
+    ("regexp_replace(event_type, '(x*)*y', '') = ''",
+     "regexp_replace: the regular expression '(x*)*y' nests quantifiers"),
+    ("regexp_like(event_type, '^(\\\\w+\\\\s?)*$')", "nests quantifiers"),
+    ("regexp_extract(event_type, '(a)\\\\1', 1) = ''", "has a back-reference"),
+    ("event_type RLIKE 'a{5000}'", "repeats 5000 times, at most 1000"),
+    ("event_type RLIKE event_type",
+     "rlike: its regular expression must be a constant string, not computed per row"),
+    ("size(inline(array(struct(1)))) > 0", "function 'inline' is not allowed: it makes rows"),
+])
+def test_values_of_unbounded_size_and_catastrophic_patterns_are_refused_naming_what(
+    condition: str, message: str
+) -> None:
+    problems = problems_of(with_filter(condition))
+    assert any(message in p for p in problems), problems
+
+
+@pytest.mark.parametrize("condition", [
+    "lpad(event_type, 12, '0') = '0000000view' AND repeat('ab', 3) = 'ababab'",
+    "printf('%05d-%s', user_id, event_type) LIKE '0%'",
+    "size(array_insert(array(1, 2), 2, 3)) = 3",
+    "event_type RLIKE '^(?:click|view)s?$' AND regexp_count(event_type, '[a-z]+') > 0",
+    "regexp_extract(event_type, '(\\\\d+\\\\.){3}\\\\d+', 0) = ''",
+    "format_number(amount, 2) <> ''",
+])
+def test_bounded_sizes_and_plain_patterns_pass(condition: str) -> None:
+    assert parse_job_graph(with_filter(condition))
+
+
+def test_a_sliding_window_may_put_each_row_in_at_most_1000_windows() -> None:
+    doc = copy.deepcopy(CAMPAIGN_VIEWS)
+    doc["operators"][2]["params"].update(window="366 days", slide="1 millisecond")
+    assert any("window '366 days' over slide '1 millisecond' puts each row in 31,622,400,000 "
+               "windows, at most 1,000: use a longer slide" in p for p in problems_of(doc))
+    doc["operators"][2]["params"].update(window="30 seconds", slide="100 milliseconds")
+    assert parse_job_graph(doc)
+
+
 def test_expression_checks_are_cached_and_fast_after_the_first() -> None:
     expression_problems("event_type = 'view'")  # the parser's JVM is up from here on
     start = time.perf_counter()
@@ -204,4 +262,5 @@ def test_validation_stops_at_its_time_budget(monkeypatch) -> None:
 
     monkeypatch.setattr(validate, "VALIDATION_BUDGET_S", -1.0)  # already spent
     assert problems_of(copy.deepcopy(CAMPAIGN_VIEWS)) == [
-        "document: validation took over -1 s: split the job or simplify its expressions"]
+        "document: validation took over -1 s: send it again to go on (expressions already "
+        "checked are remembered), or split the job or simplify its expressions"]

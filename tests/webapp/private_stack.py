@@ -80,10 +80,12 @@ class PrivateStack:
                 self.process.kill()
         shutil.rmtree(self.var_dir, ignore_errors=True)
 
-    def manage(self, *args: str) -> str:
-        """Run a manage.py command against this stack's database and return its output."""
+    def manage(self, *args: str, env: dict[str, str] | None = None) -> str:
+        """Run a manage.py command against this stack's database, with ``env`` added to the
+        stack's environment, and return its output."""
         done = subprocess.run([sys.executable, str(BASE_DIR / "manage.py"), *args], cwd=BASE_DIR,
-                              env=self.env, capture_output=True, text=True, timeout=300)
+                              env={**self.env, **(env or {})}, capture_output=True, text=True,
+                              timeout=300)
         if done.returncode != 0:
             raise StackError(f"manage.py {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
         return done.stdout

@@ -17,10 +17,11 @@ from webapp.live.events import EVENT_FIELDS, job_event_publish
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+HOST = (b"host", b"127.0.0.1:8000")  # the server the socket is opened on, as browsers send it
 
 
 def _communicator(job_id: int, *, token: str | None = None, origin=ORIGIN):
-    headers = [origin] if origin else []
+    headers = [HOST, origin] if origin else [HOST]
     if token:
         headers.append((b"authorization", f"Bearer {token}".encode()))
     return WebsocketCommunicator(application, f"/ws/jobs/{job_id}/", headers=headers)
@@ -35,6 +36,15 @@ def _token(make_user, role: str) -> str:
 async def _connect(communicator):
     connected, code = await communicator.connect(timeout=5)
     return connected, code
+
+
+async def _refusal_code(communicator) -> int:
+    """A refused socket is accepted, then closed at once: the close code it carries."""
+    connected, _ = await _connect(communicator)
+    assert connected, "refusals must accept, then close with a code (not HTTP 403)"
+    message = await communicator.receive_output(timeout=5)
+    assert message["type"] == "websocket.close", message
+    return message["code"]
 
 
 def _run(coro):
@@ -70,21 +80,68 @@ def test_event_from_another_process_reaches_the_client(make_user, job):
 
 @pytest.mark.parametrize(
     ("case", "expected_code"),
-    [("anonymous", 4401), ("bad-origin", None), ("unknown-job", 4404)],
+    [("anonymous", 4401), ("bad-origin", 4403), ("unknown-job", 4404)],
 )
-def test_refused_connections(make_user, job, case, expected_code):
+def test_refused_connections_are_accepted_then_closed_with_their_code(
+    make_user, job, case, expected_code
+):
     token = None if case == "anonymous" else _token(make_user, Role.VIEWER)
     origin = (b"origin", b"http://evil.example") if case == "bad-origin" else ORIGIN
     job_id = 999999 if case == "unknown-job" else job.pk
 
     async def scenario():
-        communicator = _communicator(job_id, token=token, origin=origin)
-        connected, code = await _connect(communicator)
-        assert not connected
-        if expected_code is not None:
-            assert code == expected_code
+        return await _refusal_code(_communicator(job_id, token=token, origin=origin))
 
-    _run(scenario)
+    assert _run(scenario) == expected_code
+
+
+@pytest.mark.parametrize("origin", [
+    b"http://127.0.0.1:9999",  # another port of the same host: same site, the cookie is sent
+    b"https://127.0.0.1:8000",  # another scheme
+    b"http://localhost:8000",  # another host, though an allowed one
+    b"http://127.0.0.1",
+    b"null",
+])
+def test_a_page_from_another_origin_cannot_open_a_socket(make_user, job, origin):
+    token = _token(make_user, Role.VIEWER)
+
+    async def scenario():
+        return await _refusal_code(_communicator(job.pk, token=token, origin=(b"origin", origin)))
+
+    assert _run(scenario) == 4403
+
+
+def test_a_socket_without_a_host_or_with_a_host_not_allowed_is_refused(make_user, job):
+    token = _token(make_user, Role.VIEWER)
+    auth = (b"authorization", f"Bearer {token}".encode())
+
+    async def scenario():
+        codes = []
+        for headers in ([ORIGIN, auth],
+                        [(b"host", b"evil.example:8000"), (b"origin", b"http://evil.example:8000"),
+                         auth]):
+            communicator = WebsocketCommunicator(application, f"/ws/jobs/{job.pk}/",
+                                                 headers=headers)
+            codes.append(await _refusal_code(communicator))
+        return codes
+
+    assert _run(scenario) == [4403, 4403]
+
+
+def test_the_products_own_origin_is_accepted_behind_tls(make_user, job, settings):
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    token = _token(make_user, Role.VIEWER)
+
+    async def scenario():
+        communicator = WebsocketCommunicator(application, f"/ws/jobs/{job.pk}/", headers=[
+            (b"host", b"127.0.0.1:8000"), (b"origin", b"https://127.0.0.1:8000"),
+            (b"x-forwarded-proto", b"https"), (b"authorization", f"Bearer {token}".encode())])
+        assert (await _connect(communicator))[0]
+        hello = await communicator.receive_json_from(timeout=5)
+        await communicator.disconnect()
+        return hello
+
+    assert _run(scenario) == {"type": "hello", "job": job.pk}
 
 
 def test_malformed_messages_get_an_error_and_the_socket_stays_open(make_user, job):
@@ -151,7 +208,7 @@ def test_run_socket_sends_a_snapshot_then_small_epoch_deltas(make_user, live_run
     async def scenario():
         communicator = WebsocketCommunicator(
             application, f"/ws/runs/{live_run.pk}/",
-            headers=[ORIGIN, (b"authorization", f"Bearer {token}".encode())])
+            headers=[HOST, ORIGIN, (b"authorization", f"Bearer {token}".encode())])
         assert (await _connect(communicator))[0]
         snapshot = await communicator.receive_json_from(timeout=5)
         assert snapshot["type"] == "snapshot" and snapshot["run"]["status"] == "running"
@@ -176,12 +233,12 @@ def test_run_socket_refuses_anonymous_and_unknown_runs(make_user, live_run):
 
     async def scenario():
         for path, headers, code in [
-            (f"/ws/runs/{live_run.pk}/", [ORIGIN], 4401),
-            ("/ws/runs/999999/", [ORIGIN, (b"authorization", f"Bearer {token}".encode())], 4404),
+            (f"/ws/runs/{live_run.pk}/", [HOST, ORIGIN], 4401),
+            ("/ws/runs/999999/",
+             [HOST, ORIGIN, (b"authorization", f"Bearer {token}".encode())], 4404),
         ]:
             communicator = WebsocketCommunicator(application, path, headers=headers)
-            connected, close_code = await _connect(communicator)
-            assert not connected and close_code == code
+            assert await _refusal_code(communicator) == code
 
     _run(scenario)
 

@@ -329,3 +329,13 @@ def test_a_newer_version_with_other_operators_is_refused_with_the_server_s_reaso
         "kind": "rollback", "to_version": str(number), "reason": "x"}).content.decode()
     assert "other operators or edges" in refused
     assert live_run.reconfigurations.count() == 0
+
+
+@pytest.mark.parametrize("panel", ["rebalance", "logic"])
+@pytest.mark.parametrize("query", ["", "?operator=", "?operator=%20"])
+def test_a_panel_without_an_operator_is_a_400_naming_the_parameter(
+    session_client, live_run, panel, query
+):
+    response = session_client(Role.OPERATOR).get(f"/runs/{live_run.pk}/{panel}{query}")
+    assert response.status_code == 400
+    assert "?operator= is missing or empty" in response.content.decode()

@@ -38,6 +38,9 @@ ENDPOINTS = [
      None),
     ("api metrics", "get", "/api/runs/{run}/metrics?since_epoch=0", Permission.READ, None),
     ("api autoscale", "post", "/api/runs/{run}/autoscale", Permission.OPERATE_RUNS, "autoscale"),
+    ("api sink targets", "get", "/api/sink-targets", Permission.READ, None),
+    ("api sink target hand-over", "post", "/api/sink-targets/hand-over", Permission.MANAGE_USERS,
+     "hand_over"),
 ]
 
 
@@ -54,6 +57,11 @@ def _body(kind, job, simple_dag):
         return {"kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "roles"}
     if kind == "autoscale":
         return {"mode": "recommend"}
+    if kind == "hand_over":  # a target the job owns, handed to itself
+        from webapp.jobs.models import SinkTarget
+
+        SinkTarget.objects.get_or_create(kind="folder", name="roles-out", job=job)
+        return {"kind": "folder", "name": "roles-out", "job": job.pk, "reason": "roles"}
     return None
 
 
@@ -127,6 +135,7 @@ def test_anonymous_is_refused(endpoint, job, ids, simple_dag):
         assert response.status_code == 302 and response["Location"].startswith("/login/")
     else:
         _assert_refused(response, 401, "authentication required")
+        assert response["WWW-Authenticate"] == "Bearer"
 
 
 @pytest.mark.django_db
@@ -142,6 +151,7 @@ def test_unknown_and_malformed_tokens_are_refused(endpoint, header, message, job
     client = Client(HTTP_AUTHORIZATION=header)
     response = _call(client, method, path.format(**ids), _body(body_kind, job, simple_dag))
     _assert_refused(response, 401, message, where="header Authorization")
+    assert response["WWW-Authenticate"] == 'Bearer error="invalid_token"'
 
 
 @pytest.mark.django_db

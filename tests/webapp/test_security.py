@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from webapp.accounts.roles import Role
-from webapp.accounts.throttle import MAX_FAILURES_PER_NAME
+from webapp.accounts.throttle import MAX_FAILURES_PER_NAME, MAX_FAILURES_PER_NAME_AND_ADDRESS
 from webapp.config import ConfigError, load_config
 from webapp.jobs.models import Job, JobVersion
 from webapp.pages.history import csv_safe
@@ -75,12 +75,15 @@ def test_a_stored_version_that_fails_the_checks_never_starts(token_client, make_
     (b'{"name": NaN}', 400, "NaN is not a JSON number"),
     (b'{"name": Infinity}', 400, "Infinity is not a JSON number"),
     (b'{"name": "a\\u0000b"}', 400, "NUL character"),
+    (b'{"name": ' + b"9" * 5000 + b"}", 400, "a whole number of 5000 digits: at most 100"),
+    (b'{"name": -' + b"9" * 101 + b"}", 400, "a whole number of 101 digits: at most 100"),
     (b'{"name": "' + b"x" * 1_100_000 + b'"}', 413, "at most 1000000 are allowed"),
 ])
 def test_bodies_are_bounded_and_answered_in_json(editor, body, status, message):
     answer = post(editor, "/api/jobs", body)
     assert answer.status_code == status
     assert message in answer.json()["error"]
+    assert "set_int_max_str_digits" not in answer.content.decode()
 
 
 def test_overlong_fields_are_refused(token_client):
@@ -147,12 +150,13 @@ def test_autoscale_cooldown_is_bounded(token_client, live_run):
     assert answer.status_code == 400 and "cooldown_s" in answer.json()["error"]
 
 
-def test_weak_passwords_are_refused_on_every_path(token_client):
+def test_weak_passwords_are_refused_on_every_path(token_client, monkeypatch):
     answer = post(token_client(Role.ADMIN), "/api/users",
                   {"username": "weak", "role": "viewer", "password": "a"})
     assert answer.status_code == 400 and "too short" in answer.json()["error"]
     with pytest.raises(CommandError, match="too common|too short"):
-        call_command("create_user", "weak2", "--role", "viewer", "--password", "password")
+        monkeypatch.setenv("STREAMSCALE_USER_PASSWORD", "password")
+        call_command("create_user", "weak2", "--role", "viewer")
 
 
 @pytest.fixture
@@ -167,12 +171,45 @@ def clear_login_failures():
 def test_sign_in_is_throttled_after_repeated_failures(make_user, clear_login_failures):
     make_user(Role.VIEWER, name="guessed", password="right-password-1")
     client = Client()
-    for _ in range(MAX_FAILURES_PER_NAME):
+    for _ in range(MAX_FAILURES_PER_NAME_AND_ADDRESS):
         wrong = client.post("/login/", {"username": "guessed", "password": "wrong-password"})
         assert "do not match" in wrong.content.decode()
     right = client.post("/login/", {"username": "guessed", "password": "right-password-1"})
     assert right.status_code == 200 and "Too many failed sign-ins" in right.content.decode()
     assert "_auth_user_id" not in client.session
+
+
+def _sign_in(name: str, password: str, address: str):
+    return Client(REMOTE_ADDR=address).post("/login/", {"username": name, "password": password})
+
+
+def test_one_address_cannot_lock_out_other_users(make_user, clear_login_failures):
+    make_user(Role.VIEWER, name="bystander", password="right-password-2")
+    for i in range(40):  # more than the old per-address bound (30), over many names
+        _sign_in(f"guess-{i % 8}", "wrong-password", "10.0.0.66")
+    right = _sign_in("bystander", "right-password-2", "10.0.0.66")
+    assert right.status_code == 302, right.content.decode()
+
+
+def test_failures_from_one_address_do_not_throttle_the_name_elsewhere(
+    make_user, clear_login_failures
+):
+    make_user(Role.VIEWER, name="target", password="right-password-3")
+    for _ in range(MAX_FAILURES_PER_NAME_AND_ADDRESS):
+        _sign_in("target", "wrong-password", "10.0.0.66")
+    throttled = _sign_in("target", "right-password-3", "10.0.0.66")
+    assert "Too many failed sign-ins" in throttled.content.decode()
+    assert _sign_in("target", "right-password-3", "10.0.0.7").status_code == 302
+
+
+def test_a_name_guessed_from_many_addresses_is_throttled_everywhere(
+    make_user, clear_login_failures
+):
+    make_user(Role.VIEWER, name="sprayed", password="right-password-4")
+    for i in range(MAX_FAILURES_PER_NAME):
+        _sign_in("sprayed", "wrong-password", f"10.1.{i // 200}.{i % 200}")
+    throttled = _sign_in("sprayed", "right-password-4", "10.9.9.9")
+    assert "Too many failed sign-ins" in throttled.content.decode()
 
 
 def test_pages_carry_a_content_security_policy(session_client):

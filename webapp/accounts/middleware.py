@@ -33,7 +33,10 @@ class BearerTokenMiddleware:
 
 
 def _refused(message: str) -> JsonResponse:
-    """401 in the API's error shape, the problem naming the header."""
-    return JsonResponse({"error": message,
-                         "problems": [{"where": "header Authorization", "message": message}]},
-                        status=401)
+    """401 in the API's error shape, the problem naming the header; the challenge says which
+    scheme to use and that this token was refused (RFC 6750)."""
+    response = JsonResponse({"error": message,
+                             "problems": [{"where": "header Authorization", "message": message}]},
+                            status=401)
+    response["WWW-Authenticate"] = 'Bearer error="invalid_token"'
+    return response

@@ -1,7 +1,10 @@
-"""Sign-in throttling: after repeated failures a name (or an address) must wait.
+"""Sign-in throttling: after repeated failures a name must wait, from the address that failed.
 
-Failures are counted in Redis for a window, per user name and per client address, so every
-web process sees the same counts and a restart does not reset them.
+Failures are counted in Redis for a window, per user name and client address together, so every
+web process sees the same counts and a restart does not reset them. Counting per address alone
+let one address (or every user behind one proxy) lock out every user; counting per name alone
+let anyone lock out a user. A name's failures from all addresses have a larger bound, which
+caps guessing spread over many addresses.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 
-MAX_FAILURES_PER_NAME = 5
-MAX_FAILURES_PER_ADDRESS = 30
+MAX_FAILURES_PER_NAME_AND_ADDRESS = 5
+MAX_FAILURES_PER_NAME = 50
 WINDOW_S = 15 * 60
 _PREFIX = "streamscale:login-failures:"
 
@@ -29,8 +32,8 @@ def _redis(url: str):
 
 def _keys(username: str, address: str) -> list[tuple[str, int]]:
     name = hashlib.sha256(username.strip().lower().encode()).hexdigest()[:32]
-    return [(f"{_PREFIX}name:{name}", MAX_FAILURES_PER_NAME),
-            (f"{_PREFIX}addr:{address}", MAX_FAILURES_PER_ADDRESS)]
+    return [(f"{_PREFIX}name-addr:{name}:{address}", MAX_FAILURES_PER_NAME_AND_ADDRESS),
+            (f"{_PREFIX}name:{name}", MAX_FAILURES_PER_NAME)]
 
 
 def login_wait_s(*, username: str, address: str) -> int:
@@ -55,7 +58,8 @@ def login_failures_clear(*, username: str, address: str) -> None:
 
 
 class ThrottledAuthenticationForm(AuthenticationForm):
-    """Django's sign-in form, refusing to check passwords while the name or address waits."""
+    """Django's sign-in form, refusing to check passwords while the name waits (from this
+    address, or from every address after MAX_FAILURES_PER_NAME)."""
 
     def clean(self):
         username = (self.data.get("username") or "")[:150]

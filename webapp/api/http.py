@@ -21,6 +21,10 @@ from webapp.validation import problems_of, refusal
 
 MAX_BODY_BYTES = 1_000_000
 MAX_JSON_DEPTH = 32
+# Far past any whole number the API takes (those fit in 64 bits), so that the fields' own
+# bounds name an overflow; a longer one is refused here, before Python's limit (4,300
+# digits) answers with its interpreter-specific advice.
+MAX_INTEGER_DIGITS = 100
 RETRY_AFTER_S = 5
 
 
@@ -38,7 +42,8 @@ class Forbidden(ServiceError):
 
 class BoundedJsonParser(Parser):
     """The body as a JSON object, or BadBody naming what is wrong: at most MAX_BODY_BYTES,
-    nested at most MAX_JSON_DEPTH deep, no NaN/Infinity, no NUL characters."""
+    nested at most MAX_JSON_DEPTH deep, whole numbers of at most MAX_INTEGER_DIGITS digits,
+    no NaN/Infinity, no NUL characters."""
 
     def parse_body(self, request: HttpRequest) -> dict[str, Any]:
         return json_body(request)
@@ -50,7 +55,9 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
     if depth > MAX_JSON_DEPTH:
         raise BadBody(f"the body is nested {depth} deep, at most {MAX_JSON_DEPTH} is allowed")
     try:
-        body = json.loads(raw or b"", parse_constant=_no_constant)
+        body = json.loads(raw or b"", parse_constant=_no_constant, parse_int=_bounded_int)
+    except IntegerTooLong as error:
+        raise BadBody(str(error)) from None
     except ValueError as error:
         raise BadBody(f"the body is not valid JSON: {error}") from None
     if not isinstance(body, dict):
@@ -108,6 +115,18 @@ def json_depth(raw: bytes) -> int:
     return deepest
 
 
+class IntegerTooLong(ValueError):
+    pass
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INTEGER_DIGITS:
+        raise IntegerTooLong(f"the body has a whole number of {digits} digits: at most "
+                             f"{MAX_INTEGER_DIGITS} are allowed")
+    return int(text)
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
@@ -132,7 +151,7 @@ def trigger_of(request: HttpRequest) -> str:
 def error_answer(error: ServiceError) -> JsonResponse:
     response = JsonResponse({"error": str(error), "problems": error.problems},
                             status=error.status)
-    if error.status == 503:
+    if error.status in (429, 503):
         response["Retry-After"] = str(RETRY_AFTER_S)
     return response
 
@@ -154,7 +173,9 @@ def validation_error(request: HttpRequest, error: ValidationError) -> JsonRespon
 
 def http_error(request: HttpRequest, error: HttpError) -> JsonResponse:
     if isinstance(error, AuthenticationError):
-        return _message_answer("authentication required", 401)
+        response = _message_answer("authentication required", 401)
+        response["WWW-Authenticate"] = "Bearer"  # RFC 9110: a 401 names the scheme to use
+        return response
     if isinstance(error.__cause__, ServiceError):  # the body parser's refusal, as raised
         return error_answer(error.__cause__)
     return _message_answer(str(error), error.status_code)

@@ -102,6 +102,14 @@ class UserIn(_Body):
     token: bool = Field(False, description="also create an API token and answer it")
 
 
+class SinkTargetHandOverIn(_Body):
+    kind: Literal["table", "folder"]
+    name: str = Field(min_length=1, max_length=1000,
+                      description="the table's plain name, or the folder as the sink names it")
+    job: WholeId = Field(description="the job that owns the target from now on")
+    reason: str = Field(min_length=1, max_length=500, description="why: kept in the history")
+
+
 class RunStartIn(_Body):
     version: WholeId | None = Field(None, description="the version to run; the latest by default")
 
@@ -199,6 +207,18 @@ class AuditEntryOut(Schema):
 
 
 HistoryOut = _list_page("HistoryOut", owner="job", items="entries", item=AuditEntryOut)
+
+
+class SinkTargetOut(Schema):
+    kind: str
+    name: str
+    job: int
+    job_name: str
+    claimed_at: Timestamp
+
+
+class SinkTargetListOut(Schema):
+    targets: list[SinkTargetOut]
 
 
 class UserOut(Schema):

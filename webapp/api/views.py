@@ -24,6 +24,9 @@ from webapp.api.schema import (
     JobListOut,
     JobOut,
     PathId,
+    SinkTargetHandOverIn,
+    SinkTargetListOut,
+    SinkTargetOut,
     UserIn,
     UserOut,
     ValidationOut,
@@ -53,7 +56,7 @@ def job_list(request: HttpRequest, archived: Archived = "hide"):
                      for job in selectors.job_list(archived=archived)]}
 
 
-@router.post("/jobs", response=answers(201, JobCreatedOut, 400, 409, 413),
+@router.post("/jobs", response=answers(201, JobCreatedOut, 400, 409, 413, 429),
              summary="create a job from a DAG document", auth=requires(Permission.EDIT_JOBS))
 def job_create(request: HttpRequest, dag: DagBody, comment: Comment = ""):
     version = services.job_create(dag=dag, actor=request.user, trigger=trigger_of(request),
@@ -68,7 +71,8 @@ def job_detail(request: HttpRequest, id: PathId):
     return JsonResponse(selectors.job_as_json(selectors.job_with_current_run(job_id=id)))
 
 
-@router.post("/jobs/{id:id}/versions", response=answers(201, JobCreatedOut, 400, 404, 409, 413),
+@router.post("/jobs/{id:id}/versions",
+             response=answers(201, JobCreatedOut, 400, 404, 409, 413, 429),
              summary="add a version: {dag, base_version, comment}; 409 if base_version is "
                      "stale", auth=requires(Permission.EDIT_JOBS))
 def job_versions(request: HttpRequest, id: PathId, body: VersionIn):
@@ -106,8 +110,26 @@ def catalog(request: HttpRequest):
     return {"operators": engine_gateway.operator_catalog()}
 
 
-@router.post("/validate", response=answers(200, ValidationOut, 400, 413), exclude_unset=True,
+@router.post("/validate", response=answers(200, ValidationOut, 400, 413, 429),
+             exclude_unset=True,
              summary="validate a DAG document: every problem, or the plan and columns",
              auth=requires(Permission.READ))
 def validate(request: HttpRequest, dag: DagBody):
-    return engine_gateway.dag_check(dag)
+    return services.job_document_check(dag=dag, actor=request.user)
+
+
+@router.get("/sink-targets", response=answers(200, SinkTargetListOut),
+            summary="the tables and folders jobs' sinks write to, each with its owner job",
+            auth=requires(Permission.READ))
+def sink_targets(request: HttpRequest):
+    return {"targets": [selectors.sink_target_as_json(t) for t in selectors.sink_target_list()]}
+
+
+@router.post("/sink-targets/hand-over", response=answers(200, SinkTargetOut, 400, 404, 413),
+             summary="give a sink target to another job (admins)",
+             auth=requires(Permission.MANAGE_USERS))
+def sink_target_hand_over(request: HttpRequest, body: SinkTargetHandOverIn):
+    target = services.sink_target_hand_over(
+        kind=body.kind, name=body.name, job_id=body.job, actor=request.user,
+        trigger=trigger_of(request), reason=body.reason)
+    return selectors.sink_target_as_json(target)

@@ -7,7 +7,9 @@ the autoscaler on measured rates) and `runs` (the control channel and the driver
 """
 
 from webapp.engine_gateway.documents import (
+    STAGING_SUFFIX,
     ParserUnavailable,
+    SinkTarget,
     dag_assignment,
     dag_check,
     dag_headroom,
@@ -16,12 +18,14 @@ from webapp.engine_gateway.documents import (
     dag_parallelism,
     dag_problems,
     dag_shown,
+    dag_sink_targets,
     dag_state_kinds,
     dag_with_secrets,
     document_limits,
     operator_catalog,
     parser_warm,
     prepare,
+    sink_target_reserved,
 )
 from webapp.engine_gateway.plans import (
     LOGIC_FIXED,
@@ -51,7 +55,9 @@ from webapp.engine_gateway.runs import (
 __all__ = [
     "CONTROL_PREFIX",
     "LOGIC_FIXED",
+    "STAGING_SUFFIX",
     "ParserUnavailable",
+    "SinkTarget",
     "commands_between",
     "control_send",
     "control_stop",
@@ -63,6 +69,7 @@ __all__ = [
     "dag_parallelism",
     "dag_problems",
     "dag_shown",
+    "dag_sink_targets",
     "dag_state_kinds",
     "dag_with_secrets",
     "document_limits",
@@ -82,4 +89,5 @@ __all__ = [
     "rebalance_command",
     "rebalance_weighted_owners",
     "run_driver",
+    "sink_target_reserved",
 ]

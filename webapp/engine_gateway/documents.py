@@ -8,12 +8,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from engine.api import (  # noqa: F401 - parser_warm: re-exported
+from engine.api import (  # noqa: F401 - parser_warm, STAGING_SUFFIX, SinkTarget: re-exported
     MAX_KEY_GROUPS,
     MAX_NAME_LENGTH,
     OPERATOR_TYPES,
+    STAGING_SUFFIX,
     DagValidationError,
     ExpressionParserUnavailable,
+    JobGraph,
+    SinkTarget,
+    ValidationBudgetExceeded,
     describe,
     document_in_order,
     initial_config,
@@ -25,6 +29,8 @@ from engine.api import (  # noqa: F401 - parser_warm: re-exported
     parser_warm,
     pinned_reason,
     plan_job,
+    reserved_target_reason,
+    sink_targets,
     state_kind_of,
     stored_job_graph,
     unmasked_document,
@@ -70,7 +76,7 @@ def dag_with_secrets(document: Any, previous: Any) -> Any:
 def dag_problems(document: Any) -> list[dict[str, str]]:
     """Every problem of a DAG document, each naming the operator or edge; empty when valid."""
     try:
-        parse_job_graph(document)
+        _budgeted_graph(document)
     except DagValidationError as error:
         return [{"where": p.where, "message": p.message} for p in error.problems]
     except ExpressionParserUnavailable as error:
@@ -78,13 +84,27 @@ def dag_problems(document: Any) -> list[dict[str, str]]:
     return []
 
 
+def _budgeted_graph(document: Any) -> JobGraph:
+    """``parse_job_graph``, its time budget running out answered as ValidationTooCostly."""
+    try:
+        return parse_job_graph(document)
+    except ValidationBudgetExceeded as error:
+        raise ValidationTooCostly(error.problems[0].message, problems=[
+            {"where": p.where, "message": p.message} for p in error.problems]) from None
+
+
 class ParserUnavailable(ServiceError):
     status = 503
 
 
+class ValidationTooCostly(ServiceError):
+    """A document whose check ran over its time budget: refused (400) rather than answered as
+    invalid, since nothing is known to be wrong with it."""
+
+
 def dag_normalized(document: dict[str, Any]) -> dict[str, Any]:
     """The canonical form of a valid document (defaults filled in)."""
-    return parse_job_graph(document).to_dict()
+    return _budgeted_graph(document).to_dict()
 
 
 # The helpers below read a document checked when it was stored (a run's target, a job's
@@ -161,6 +181,16 @@ def dag_check(document: Any) -> dict[str, Any]:
     if problems:
         return {"valid": False, "problems": problems}
 
-    graph = parse_job_graph(document)
+    graph = _budgeted_graph(document)
     return {"valid": True, "problems": [], "plan": plan_job(graph).to_dict(),
             "columns": {op: dict(cols) for op, cols in output_columns(graph).items()}}
+
+
+def dag_sink_targets(document: Any) -> tuple[SinkTarget, ...]:
+    """The tables and folders a checked document's sinks write to (frozen dataclasses)."""
+    return sink_targets(document)
+
+
+def sink_target_reserved(target: SinkTarget) -> str | None:
+    """Why no job may write to ``target``, or None."""
+    return reserved_target_reason(target)

@@ -254,3 +254,21 @@ class OperatorMinute(models.Model):
                 fields=["run", "operator_id", "minute"], name="operator_minute_once"
             )
         ]
+
+
+class SinkTarget(models.Model):
+    """A Postgres table (by its plain name) or a data folder a job's sinks write to, owned by
+    the job that first named it: another job naming it (or its staging table, or a folder
+    inside or around it) is refused until an admin hands it over."""
+
+    kind = models.CharField(max_length=10)  # "table" or "folder" (engine.dag.sinks)
+    name = models.CharField(max_length=1000)
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="sink_targets")
+    claimed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["kind", "name"]
+        constraints = [models.UniqueConstraint(fields=["kind", "name"], name="sink_target_once")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name!r}"

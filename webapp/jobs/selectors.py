@@ -8,7 +8,14 @@ from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 
 from webapp import engine_gateway
 from webapp.errors import NotFound, ServiceError
-from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, JobVersion, Run, RunStatus
+from webapp.jobs.models import (
+    ACTIVE_RUN_STATUSES,
+    Job,
+    JobVersion,
+    Run,
+    RunStatus,
+    SinkTarget,
+)
 from webapp.written_once import version_answers
 
 # What the job list filters on: whether a run is going, and the archive.
@@ -154,3 +161,31 @@ def job_versions_as_json(*, job: Job) -> list[dict[str, Any]]:
         }
         for v in job.versions.select_related("author").order_by("number")
     ])
+
+
+def sink_target_list() -> QuerySet:
+    """Every owned sink target with its owner job."""
+    return SinkTarget.objects.select_related("job").order_by("kind", "name")
+
+
+def sink_target_overlapping(*, target: engine_gateway.SinkTarget) -> list[SinkTarget]:
+    """The owned targets that ``target`` would write over: the same table or its staging
+    table (either way round), or the same folder, one inside it or one around it."""
+    if target.kind == "table":
+        names = set(target.touches())
+        names.add(target.name.removesuffix(engine_gateway.STAGING_SUFFIX))
+        near = Q(name__in=names)
+    else:
+        parts = target.name.split("/")
+        ancestors = {"/".join(parts[:i]) for i in range(1, len(parts))} | {".", target.name}
+        near = Q(name__in=ancestors) | Q(name__startswith=target.name.rstrip("/") + "/")
+        if target.name == ".":
+            near = Q()
+    candidates = SinkTarget.objects.select_related("job").filter(near, kind=target.kind)
+    return [row for row in candidates
+            if target.overlaps(engine_gateway.SinkTarget(row.kind, row.name))]
+
+
+def sink_target_as_json(target: SinkTarget) -> dict[str, Any]:
+    return {"kind": target.kind, "name": target.name, "job": target.job_id,
+            "job_name": target.job.name, "claimed_at": target.claimed_at.isoformat()}

@@ -5,23 +5,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from webapp import engine_gateway
 from webapp.audit.services import audit_record
 from webapp.engine_gateway import dag_normalized, dag_problems, dag_with_secrets
 from webapp.errors import Conflict, NotFound, ServiceError
-from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, JobVersion
+from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, JobVersion, SinkTarget
+from webapp.jobs.selectors import sink_target_overlapping
+from webapp.jobs.validations import validation_slot
 from webapp.live.events import job_event_publish
 
 
 def job_create(*, dag: Any, actor, trigger: str, comment: str = "") -> JobVersion:
     """Create a job from a DAG document as its version 1."""
     _check_comment(comment)
-    document = _valid_document(dag)
+    name = dag.get("name") if isinstance(dag, dict) else None
+    if isinstance(name, str) and Job.objects.filter(name=name).exists():
+        # Answered before the document is checked, which can take seconds.
+        raise Conflict(f"a job named {name!r} already exists")
+    document = _valid_document(dag, actor)
     try:
         with transaction.atomic():
             job = Job.objects.create(name=document["name"], created_by=actor, latest_version=1)
+            job_sink_targets_claim(job=job, document=document)
             version = JobVersion.objects.create(
                 job=job, number=1, dag=document, author=actor, comment=comment
             )
@@ -41,7 +49,7 @@ def job_version_create(
     if not isinstance(base_version, int) or isinstance(base_version, bool):
         raise ServiceError("base_version must be the version number the edit started from")
     _check_comment(comment)
-    document = _valid_document(dag)
+    document = _valid_document(dag, actor)
     with transaction.atomic():
         job = Job.objects.select_for_update().filter(pk=job_id).first()
         if job is None:
@@ -55,6 +63,7 @@ def job_version_create(
         previous = job.versions.get(number=job.latest_version)
         document = dag_with_secrets(document, previous.dag)
         _check_fixed_fields(previous.dag, document)
+        job_sink_targets_claim(job=job, document=document)
         version = JobVersion.objects.create(
             job=job, number=base_version + 1, dag=document, author=actor, comment=comment
         )
@@ -139,11 +148,19 @@ def _check_text(text: Any, field: str) -> None:
                                       "message": f"must be at most {MAX_COMMENT} characters"}])
 
 
-def _valid_document(dag: Any) -> dict[str, Any]:
-    problems = dag_problems(dag)
-    if problems:
-        raise ServiceError(f"the job graph has {len(problems)} problem(s)", problems=problems)
-    return dag_normalized(dag)
+def _valid_document(dag: Any, actor) -> dict[str, Any]:
+    with validation_slot(user_id=getattr(actor, "pk", None)):
+        problems = dag_problems(dag)
+        if problems:
+            raise ServiceError(f"the job graph has {len(problems)} problem(s)",
+                               problems=problems)
+        return dag_normalized(dag)
+
+
+def job_document_check(*, dag: Any, actor) -> dict[str, Any]:
+    """The editor's check of a document: every problem, or the plan and columns."""
+    with validation_slot(user_id=getattr(actor, "pk", None)):
+        return engine_gateway.dag_check(dag)
 
 
 def _check_fixed_fields(previous: dict[str, Any], document: dict[str, Any]) -> None:
@@ -153,3 +170,63 @@ def _check_fixed_fields(previous: dict[str, Any], document: dict[str, Any]) -> N
                 f"{field} is fixed for the life of a job: keep {previous.get(field)!r}",
                 problems=[{"where": field, "message": f"must stay {previous.get(field)!r}"}],
             )
+
+
+# One key for every claim: claims are rare (saves and starts), and two jobs claiming
+# overlapping targets at once (a folder and one inside it) must not both see them free.
+_CLAIMS_LOCK = 0x5157_0001
+
+
+def job_sink_targets_claim(*, job: Job, document: dict[str, Any]) -> None:
+    """Make ``job`` the owner of the tables and folders ``document``'s sinks write to that
+    no job owns yet; refuse (409) one another job owns, naming that job, and the product's
+    own tables. Call inside the transaction that saves the version or starts the run."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CLAIMS_LOCK])
+    problems, new = [], []
+    for target in engine_gateway.dag_sink_targets(document):
+        reserved = engine_gateway.sink_target_reserved(target)
+        rows = sink_target_overlapping(target=target)
+        owner = next((row for row in rows if row.job_id != job.pk), None)
+        if reserved is not None:
+            problems.append(_sink_problem(target, f"{reserved}: no job may write to it"))
+        elif owner is not None:
+            problems.append(_sink_problem(target, (
+                f"{target.label} belongs to job {owner.job.name!r} (id {owner.job_id}), which "
+                f"writes to {owner}: choose another, or ask an admin to hand it over")))
+        elif not any((row.kind, row.name) == (target.kind, target.name) for row in rows):
+            new.append(SinkTarget(job=job, kind=target.kind, name=target.name))
+    if problems:
+        raise Conflict(problems[0]["message"], problems=problems)
+    SinkTarget.objects.bulk_create(new, ignore_conflicts=True)
+
+
+def _sink_problem(target, message: str) -> dict[str, str]:
+    return {"where": f"operator {target.operator!r}", "message": message}
+
+
+def sink_target_hand_over(
+    *, kind: str, name: str, job_id: int, actor, trigger: str, reason: str
+) -> SinkTarget:
+    """Give an owned sink target to another job (an admin's decision, audited)."""
+    _check_text(reason, "reason")
+    if not reason.strip():
+        raise ServiceError("a reason is required: say why the target changes hands",
+                           problems=[{"where": "field reason", "message": "is required"}])
+    with transaction.atomic():
+        target = SinkTarget.objects.select_for_update().select_related("job").filter(
+            kind=kind, name=name).first()
+        if target is None:
+            raise NotFound(f"no job owns {kind} {name!r}")
+        job = Job.objects.filter(pk=job_id).first()
+        if job is None:
+            raise NotFound(f"there is no job {job_id}")
+        previous = target.job
+        target.job = job
+        target.save(update_fields=["job"])
+        audit_record(
+            actor=actor, trigger=trigger, action="sink_target.handed_over", subject=job,
+            outcome="done", reason=reason,
+            details={"kind": kind, "name": name, "from_job": previous.pk, "to_job": job.pk},
+        )
+    return target

@@ -10,22 +10,46 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from webapp.accounts.roles import Permission
 from webapp.dependencies import REDIS_DOWN
 from webapp.live.events import job_group, run_group
-
-CLOSE_UNAUTHENTICATED = 4401
-CLOSE_FORBIDDEN = 4403
-CLOSE_NOT_FOUND = 4404
-CLOSE_TRY_AGAIN = 1013  # RFC 6455 "try again later": the channel layer (Redis) is down
+from webapp.live.refusals import (
+    CLOSE_FORBIDDEN,
+    CLOSE_NOT_FOUND,
+    CLOSE_TRY_AGAIN,
+    CLOSE_UNAUTHENTICATED,
+)
 
 
 class JobConsumer(AsyncWebsocketConsumer):
-    """`/ws/jobs/<id>/`: live events of one job for users allowed to read it."""
+    """`/ws/jobs/<id>/`: live events of one job for users allowed to read it.
+
+    Refusals accept, then close with their code (webapp.live.refusals says why).
+    """
+
+    accepted = False
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except REDIS_DOWN:
+            # The channel layer's read failed under an open socket: end it with a close frame
+            # the client can act on (reconnect later) instead of a dropped connection.
+            if not self.accepted:
+                await send({"type": "websocket.accept"})
+            await send({"type": "websocket.close", "code": CLOSE_TRY_AGAIN})
+
+    async def accept(self, subprotocol: str | None = None, headers=None) -> None:
+        await super().accept(subprotocol, headers)
+        self.accepted = True
+
+    async def refuse(self, code: int) -> None:
+        await self.accept()
+        await self.close(code=code)
 
     async def connect(self) -> None:
         self.job_id = int(self.scope["url_route"]["kwargs"]["job_id"])
         if not await self._may_read():
             return
         if not await _job_exists(self.job_id):
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self.refuse(CLOSE_NOT_FOUND)
             return
         if not await self._join(job_group(self.job_id)):
             return
@@ -40,22 +64,22 @@ class JobConsumer(AsyncWebsocketConsumer):
                 pass  # the group's membership expires with Redis's own data
 
     async def _may_read(self) -> bool:
-        """Whether the user may read; else the handshake is refused (4401 or 4403)."""
+        """Whether the user may read; else the socket is refused (4401 or 4403)."""
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+            await self.refuse(CLOSE_UNAUTHENTICATED)
             return False
         if not user.can(Permission.READ):
-            await self.close(code=CLOSE_FORBIDDEN)
+            await self.refuse(CLOSE_FORBIDDEN)
             return False
         return True
 
     async def _join(self, group: str) -> bool:
-        """Join ``group``; with Redis down, refuse the handshake cleanly (1013) instead."""
+        """Join ``group``; with Redis down, refuse the socket cleanly (1013) instead."""
         try:
             await self.channel_layer.group_add(group, self.channel_name)
         except REDIS_DOWN:
-            await self.close(code=CLOSE_TRY_AGAIN)
+            await self.refuse(CLOSE_TRY_AGAIN)
             return False
         self.group = group
         return True
@@ -102,7 +126,7 @@ class RunConsumer(JobConsumer):
         if snapshot is None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
             del self.group
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self.refuse(CLOSE_NOT_FOUND)
             return
         await self.accept()
         await self._send(snapshot)

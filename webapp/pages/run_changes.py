@@ -89,15 +89,20 @@ def _bound(maximum: float | None) -> dict[str, str] | None:
 
 def _operator_panel(build, template: str, name: str, doc: str):
     """The view of a panel for the operator picked (``?operator=``), built by
-    ``build(run, operator)`` into ``template`` as ``name``; an operator the panel cannot
-    show is a 404."""
+    ``build(run, operator)`` into ``template`` as ``name``; no operator named is a 400 (the
+    page's select always names one), an operator the panel cannot show is a 404."""
 
     @page_requires(Permission.OPERATE_RUNS)
     @require_GET
     def panel(request, run_id: int):
         run = run_or_404(run_id)
+        operator_id = request.GET.get("operator", "").strip()
+        if not operator_id:
+            error = ("?operator= is missing or empty: name the operator to show, "
+                     "e.g. ?operator=counts")
+            return render(request, "pages/error.html", {"error": error}, status=400)
         try:
-            context = build(run, request.GET.get("operator") or None)
+            context = build(run, operator_id)
         except NotFound as error:
             raise Http404(str(error)) from None
         return render(request, template, {name: context})

@@ -22,6 +22,8 @@ MAX_REASON = 2000
 MAX_ID = 2**63 - 1
 MAX_INSTANCES = 32768  # the most key groups a job may have
 MAX_REQUEST_ID = 100
+# The id an undelivered request's record takes when a retry reuses its own (the services).
+RELEASED_REQUEST_ID = "undelivered:"
 SUPPORTED = [Kind.RESCALE, Kind.SCALE_OUT, Kind.SCALE_IN, Kind.REBALANCE, Kind.LOGIC, Kind.ROLLBACK]
 
 
@@ -40,6 +42,9 @@ def _said(value: str) -> str:
 def _request_id(value: str | None) -> str | None:
     if value is not None and (not value.strip() or not value.isprintable()):
         raise ValueError(f"must be 1 to {MAX_REQUEST_ID} printable characters")
+    if value is not None and value.startswith(RELEASED_REQUEST_ID):
+        raise ValueError(f"must not start with {RELEASED_REQUEST_ID!r}, kept for requests "
+                         "that could not be delivered")
     return value
 
 

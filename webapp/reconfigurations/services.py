@@ -31,7 +31,11 @@ from webapp.jobs.models import (
 )
 from webapp.live.events import job_event_publish
 from webapp.reconfigurations import figures
-from webapp.reconfigurations.requests import ReconfigurationRequest, parse_request
+from webapp.reconfigurations.requests import (
+    RELEASED_REQUEST_ID,
+    ReconfigurationRequest,
+    parse_request,
+)
 
 OPEN = (ReconfigurationStatus.REQUESTED, ReconfigurationStatus.PENDING)
 # The kinds whose plan brings expressions of its own (a logic change's, a rollback target's):
@@ -44,21 +48,26 @@ PLANNED_BEFORE_LOCK = (ReconfigurationKind.LOGIC, ReconfigurationKind.ROLLBACK)
 # milliseconds (a plan that may be slow is made before it is taken).
 RUN_LOCK_WAIT_MS = 5000
 RECONFIGURABLE = (RunStatus.STARTING, RunStatus.RUNNING, RunStatus.RECOVERING)
+UNDELIVERED = "could not deliver: "
 
 
 def reconfiguration_request(
     *, run_id: int, body: Any, actor, trigger: str
 ) -> tuple[Reconfiguration, bool]:
     """Record and deliver a reconfiguration; returns it and whether it is new (a repeated
-    `request_id` returns the first one unchanged)."""
+    `request_id` returns the first one unchanged, unless that one could not be delivered:
+    then the retry is recorded and delivered anew)."""
     request = parse_request(body)
     draft = _draft(run_id, request) if request.kind in PLANNED_BEFORE_LOCK else None
     with transaction.atomic():
         run = _locked_run(run_id, request.request_id)
         if run is None:
             raise NotFound(f"there is no run {run_id}")
-        if run.request_id_taken_by is not None:
-            existing = Reconfiguration.objects.get(pk=run.request_id_taken_by)
+        existing = (Reconfiguration.objects.get(pk=run.request_id_taken_by)
+                    if run.request_id_taken_by is not None else None)
+        if existing is not None and _undelivered(existing):
+            _request_id_release(existing)
+        elif existing is not None:
             if existing.request != request.as_json():
                 raise Conflict(
                     f"request_id {request.request_id!r} was already used for another request "
@@ -75,6 +84,20 @@ def reconfiguration_request(
         run.target_dag = after
         run.save(update_fields=["target_dag"])
     return reconfiguration, True
+
+
+def _undelivered(reconfiguration: Reconfiguration) -> bool:
+    """Whether the request failed before its driver got it (its answer was a 503 with
+    Retry-After): it had no effect, so its ``request_id`` may be used again."""
+    return (reconfiguration.status == ReconfigurationStatus.FAILED
+            and reconfiguration.status_reason.startswith(UNDELIVERED))
+
+
+def _request_id_release(reconfiguration: Reconfiguration) -> None:
+    """Let a retry under the same ``request_id`` be recorded anew, keeping the failed record
+    (and its audit entries) under a reserved id; its ``request`` keeps the id it was sent with."""
+    reconfiguration.request_id = f"{RELEASED_REQUEST_ID}{reconfiguration.pk}"
+    reconfiguration.save(update_fields=["request_id"])
 
 
 def _locked_run(run_id: int, request_id: str) -> Run | None:
@@ -221,7 +244,7 @@ def _deliver(reconfiguration_id: int, run_id: int, commands: list[dict[str, str]
     try:
         engine_gateway.control_send(run_id=run_id, messages=commands)
     except Exception as error:  # noqa: BLE001 - any transport failure ends the same way
-        _settle(reconfiguration_id, ReconfigurationStatus.FAILED, f"could not deliver: {error}")
+        _settle(reconfiguration_id, ReconfigurationStatus.FAILED, f"{UNDELIVERED}{error}")
         if isinstance(error, REDIS_DOWN):
             raise redis_down(error) from error
         return

@@ -17,7 +17,7 @@ from webapp.audit.services import audit_record
 from webapp.errors import Conflict, NotFound, ServiceError
 from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, Run, RunStatus, Trigger
 from webapp.jobs.selectors import job_version_get
-from webapp.jobs.services import job_check_not_archived
+from webapp.jobs.services import job_check_not_archived, job_sink_targets_claim
 from webapp.live.events import job_event_publish
 
 FINAL_STATUSES = (RunStatus.STOPPED, RunStatus.FAILED)
@@ -41,6 +41,8 @@ def run_start(*, job_id: int, version: int | None, actor, trigger: str) -> Run:
             raise ServiceError("version must be a version number")
         job_version = job_version_get(job=job, number=version)
         _check_runnable(job_version)
+        # A target handed to another job since this version was saved is no longer its own.
+        job_sink_targets_claim(job=job, document=job_version.dag)
         active = job.runs.filter(status__in=ACTIVE_RUN_STATUSES).first()
         if active is not None:
             raise Conflict(f"run {active.pk} of this job is {active.status}: stop it first")

@@ -22,12 +22,12 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from engine.dag.sinks import COMMITS_TABLE, STAGING_SUFFIX
 from engine.runtime.errors import StreamRuntimeError
 from engine.runtime.io.data_access import SINK_DSN_VARIABLE, sink_dsn, sink_schema, sink_table
 from engine.runtime.io.sinks import Sink
 from engine.runtime.spark.frames import Frame
 
-COMMITS_TABLE = "streamscale_sink_commits"
 _PG_TYPES = {
     pa.int64(): "bigint",
     pa.int32(): "integer",
@@ -45,7 +45,7 @@ class PostgresSink(Sink):
 
     def __init__(self, table: str, run_id: str, sink_id: str, dsn: str | None = None) -> None:
         self.table = sink_table(table)
-        self.staging = sink_table(f"{table}__staging")
+        self.staging = sink_table(f"{table}{STAGING_SUFFIX}")
         self.commits = sink_table(COMMITS_TABLE)
         self.schema = sink_schema()
         self.dsn = dsn or sink_dsn()

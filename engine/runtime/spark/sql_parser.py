@@ -57,7 +57,9 @@ def _nodes(raw: list[dict[str, Any]]) -> list[ExpressionNode]:
         kind = str(item.get("class", "")).rsplit(".", 1)[-1].split("$", 1)[0]
         name = item.get("nameParts")
         parts = tuple(p.strip() for p in name[1:-1].split(",")) if isinstance(name, str) else ()
-        nodes.append(ExpressionNode(kind, int(item.get("num-children", 0)), parts))
+        value = item.get("value") if kind == "Literal" else None
+        nodes.append(ExpressionNode(kind, int(item.get("num-children", 0)), parts,
+                                    None if value is None else str(value)))
     return nodes
 
 

@@ -11,6 +11,7 @@ import time
 import pytest
 from django.db import connections
 
+from engine.api import Ack
 from engine.runtime.control.channel import open_control_channel
 from engine.runtime.control.outbox import Outbox
 from tests.webapp.conftest import epoch_metrics
@@ -35,10 +36,10 @@ def test_acks_and_metrics_wait_for_postgres_and_are_delivered_once(token_client,
         content_type="application/json")
     channel = open_control_channel(settings.REDIS_URL, str(live_run.pk), "streamscale:")
     message = channel.read_after(None, 0)[-1][1]
-    ack = {"request_id": message["request_id"], "kind": "rescale", "operator": "counts",
-           "status": "applied", "applied_epoch": 11, "control_latency_ms": 3.0,
-           "state_bytes_copied": 0, "epoch_ended_at_ms": time.time() * 1000.0,
-           "after": {"parallelism": 3, "params": {}, "ranges": [[0, 15, 0]]}}
+    ack = Ack(request_id=message["request_id"], kind="rescale", operator="counts",
+              status="applied", applied_epoch=11, control_latency_ms=3.0,
+              state_bytes_copied=0, epoch_ended_at_ms=time.time() * 1000.0,
+              after={"parallelism": 3, "params": {}, "ranges": [[0, 15, 0]]})
     host, outbox = RunHost(live_run.pk), Outbox(first_retry_s=0.05, max_retry_s=0.2)
     database = connections["default"].settings_dict  # shared by every thread's connection
     port = database["PORT"]

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from engine.runtime.api import start_run
-from engine.runtime.control.commands import command_message
+from engine.runtime.control.messages import CommandRequest
 from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 
@@ -89,12 +89,13 @@ def test_a_stop_ends_a_run_whose_files_have_no_new_data(spark, tmp_path, monkeyp
         assert time.monotonic() < deadline and run.failure() is None
         time.sleep(0.05)
     time.sleep(1.0)  # the file was read: the query is idle
-    run.channel.send(command_message("stop", None, "stop-idle", time.time() * 1000.0))
+    run.channel.send(CommandRequest(kind="stop", operator=None, request_id="stop-idle",
+                                    requested_at_ms=time.time() * 1000.0).to_message())
     asked = time.monotonic()
     assert run.wait(30) == "stopped"
     assert time.monotonic() - asked < 10
     assert run.last_epoch == 0
-    (ack,) = [a for a in recorder.acks if a["request_id"] == "stop-idle"]
-    assert ack["status"] == "applied" and ack["applied_epoch"] == 0
+    (ack,) = [a for a in recorder.acks if a.request_id == "stop-idle"]
+    assert ack.status == "applied" and ack.applied_epoch == 0
     assert sorted(memory_sink_rows(sink)["n"].to_pylist()) == [2, 3, 4, 5, 6]
     clear_memory_sink(sink)

@@ -47,7 +47,7 @@ from engine.policies.load import LoadModel, load_model
 from engine.runtime.control.messages import Ack
 from engine.runtime.control.run_config import RunConfig
 from engine.runtime.stage.pipeline import EpochResult
-from engine.runtime.stage.regions import EpochTimes, Region, fused_regions
+from engine.runtime.stage.regions import EpochTimes, FusedRegion, fused_regions
 
 
 def epoch_metrics(
@@ -169,7 +169,7 @@ def _keyed(reports: list[dict[str, Any]], parallelism: int) -> dict[str, Any]:
 
 
 def _region(
-    region: Region,
+    region: FusedRegion,
     config: RunConfig,
     operators: dict[str, dict[str, Any]],
     result: EpochResult,

@@ -107,10 +107,10 @@ class Observer:
 
     def _take_acks(self) -> None:
         for ack in self.recorder.acks:
-            if ack["request_id"] in self._sent and ack["status"] == "applied":
-                self._sent.pop(ack["request_id"])
+            if ack.request_id in self._sent and ack.status == "applied":
+                self._sent.pop(ack.request_id)
                 if not self._sent:
-                    self.loop.took_effect(ack["applied_epoch"], time.time())
+                    self.loop.took_effect(ack.applied_epoch, time.time())
 
     def _apply(self, decision: Decision, epoch: int) -> None:
         for operator, parallelism in decision.changes.items():

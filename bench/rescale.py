@@ -144,8 +144,8 @@ def run_vsn_rescales(
             run.wait()
         finally:
             run.channel.delete()
-    return {"acks": [a for a in recorder.acks if a["request_id"] not in warmup],
-            "warmup_acks": [a for a in recorder.acks if a["request_id"] in warmup],
+    return {"acks": [a.to_dict() for a in recorder.acks if a.request_id not in warmup],
+            "warmup_acks": [a.to_dict() for a in recorder.acks if a.request_id in warmup],
             "epochs": publisher.epochs, "during": requested_during, "request_at": request_at}
 
 

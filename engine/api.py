@@ -29,7 +29,7 @@ from engine.policies import compute_etp, parse_rates, plan_scale_out, recommend_
 from engine.policies.autoscale import AutoscaleSettings, autoscale_decide, parallelism_limits
 from engine.policies.instances_in import plan_scale_in_instances
 from engine.runtime.control.channel import RedisControlChannel
-from engine.runtime.control.commands import command_message
+from engine.runtime.control.messages import Ack, CommandRequest
 from engine.runtime.control.run_config import describe, initial_config
 from engine.runtime.errors import failure_summary
 from engine.runtime.operators.changes import logic_change_refused
@@ -39,7 +39,9 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "OPERATOR_TYPES",
     "STAGING_SUFFIX",
+    "Ack",
     "AutoscaleSettings",
+    "CommandRequest",
     "DagValidationError",
     "EngineError",
     "ExpressionParserUnavailable",
@@ -48,7 +50,6 @@ __all__ = [
     "SinkTarget",
     "ValidationBudgetExceeded",
     "autoscale_decide",
-    "command_message",
     "compute_etp",
     "describe",
     "diff_plans",

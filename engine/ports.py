@@ -1,12 +1,14 @@
 """Ports the engine's Spark runtime needs from its host (implemented by ``webapp``).
 
-The runtime calls them with plain JSON-ready dicts; see ``engine.runtime.driver.metrics`` for the
-shape of an epoch's metrics and ``engine.runtime.control.reconfigure`` for an acknowledgement.
+An epoch's metrics are a JSON-ready dict (its shape: ``engine.runtime.driver.metrics``); an
+acknowledgement is an ``Ack`` (``engine.runtime.control.messages``).
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
+
+from engine.runtime.control.messages import Ack
 
 
 class MetricsPublisher(Protocol):
@@ -19,7 +21,7 @@ class MetricsPublisher(Protocol):
 class ReconfigurationRecorder(Protocol):
     """Receives the outcome of every reconfiguration command of a run."""
 
-    def acknowledge(self, run_id: str, ack: dict[str, Any]) -> None:
+    def acknowledge(self, run_id: str, ack: Ack) -> None:
         """Records an acknowledgement: status applied or rejected, the epoch where it took
         effect, control latency and state bytes moved. Called again with the same
         ``request_id`` after a crash; implementations treat that as a no-op."""

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from pyspark.sql import SparkSession
 
 from engine.dag import JobGraph, parse_job_graph
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
 from engine.runtime.control.channel import ControlChannel, open_control_channel
-from engine.runtime.control.commands import command_message
+from engine.runtime.control.messages import CommandKind, CommandRequest
 from engine.runtime.driver.job_run import JobRun, RunOptions
 from engine.runtime.spark.session import build_session
 from engine.runtime.state import StoreSpec
@@ -102,19 +102,20 @@ def stop_run(run: JobRun) -> str:
 def request_reconfiguration(
     channel: ControlChannel,
     *,
-    kind: str,
+    kind: CommandKind,
     operator: str | None = None,
     parallelism: int | None = None,
-    assignment: list[int] | str | None = None,
-    params: dict[str, Any] | None = None,
+    assignment: Sequence[int] | Literal["weighted"] | None = None,
+    params: Mapping[str, Any] | None = None,
     request_id: str | None = None,
 ) -> str:
     """Sends a command on a run's control channel; returns its request id. The ack
     arrives on the channel (``channel.wait_for_ack``) and at the run's recorder."""
-    request = request_id or uuid.uuid4().hex
-    channel.send(
-        command_message(
-            kind, operator, request, time.time() * 1000.0, parallelism, assignment, params
-        )
+    request = CommandRequest(
+        kind=kind, operator=operator, request_id=request_id or uuid.uuid4().hex,
+        requested_at_ms=time.time() * 1000.0, parallelism=parallelism,
+        assignment=tuple(assignment) if not isinstance(assignment, str | None) else assignment,
+        params=params,
     )
-    return request
+    channel.send(request.to_message())
+    return request.request_id

@@ -166,6 +166,7 @@ def fake_commands_apply(*, run_id: int, epoch: int, cursor: str | None) -> str |
     driver does at an epoch boundary; returns the new cursor."""
     from django.conf import settings
 
+    from engine.api import Ack
     from engine.runtime.control.channel import open_control_channel
     from webapp.engine_gateway import CONTROL_PREFIX
     from webapp.reconfigurations.services import reconfiguration_acknowledge
@@ -176,10 +177,10 @@ def fake_commands_apply(*, run_id: int, epoch: int, cursor: str | None) -> str |
         if fields.get("kind") == "stop":
             continue
         after = _installed(run_id, fields)
-        reconfiguration_acknowledge(run_id=run_id, ack={
-            "request_id": fields.get("request_id"), "kind": fields.get("kind"),
-            "operator": fields.get("operator"), "status": "applied", "applied_epoch": epoch,
-            "control_latency_ms": 14.0, "state_bytes_copied": 0, "after": after})
+        reconfiguration_acknowledge(run_id=run_id, ack=Ack(
+            request_id=fields["request_id"], kind=fields.get("kind"),
+            operator=fields.get("operator"), status="applied", applied_epoch=epoch,
+            control_latency_ms=14.0, state_bytes_copied=0, after=after))
     return cursor
 
 

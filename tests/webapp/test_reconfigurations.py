@@ -11,6 +11,7 @@ import pytest
 import redis
 from django.conf import settings
 
+from engine.api import Ack
 from engine.runtime.control.channel import open_control_channel
 from tests.webapp.conftest import epoch_metrics
 from webapp.audit.models import AuditEntry
@@ -51,18 +52,18 @@ def _ack(run, message, *, epoch=12, status="applied", reason=None, after=None):
         after = {"parallelism": int(message["parallelism"])} if "parallelism" in message else {}
     return reconfiguration_acknowledge(
         run_id=run.pk,
-        ack={
-            "request_id": message["request_id"],
-            "kind": message["kind"],
-            "operator": message.get("operator"),
-            "status": status,
-            "reason": reason,
-            "applied_epoch": epoch if status == "applied" else None,
-            "control_latency_ms": 4.5,
-            "state_bytes_copied": 0 if status == "applied" else None,
-            "epoch_ended_at_ms": 1_700_000_000_000.0 if status == "applied" else None,
-            "after": after or {},
-        },
+        ack=Ack(
+            request_id=message["request_id"],
+            kind=message["kind"],
+            operator=message.get("operator"),
+            status=status,
+            reason=reason,
+            applied_epoch=epoch if status == "applied" else None,
+            control_latency_ms=4.5,
+            state_bytes_copied=0 if status == "applied" else None,
+            epoch_ended_at_ms=1_700_000_000_000.0 if status == "applied" else None,
+            after=after or {},
+        ),
     )
 
 

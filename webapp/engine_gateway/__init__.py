@@ -1,4 +1,5 @@
-"""The one place the web application calls the engine. Plain data crosses: dicts and JSON.
+"""The one place the web application calls the engine. Plain data crosses: dicts, JSON and the
+engine's frozen message types (`Ack`).
 
 Engine errors become `ServiceError`s here, so views and services see one error family. By
 concern: `documents` (validation, plans, limits, the catalog), `plans` (reconfigurations
@@ -47,6 +48,7 @@ from webapp.engine_gateway.rates import (
 )
 from webapp.engine_gateway.runs import (
     CONTROL_PREFIX,
+    Ack,
     control_send,
     control_stop,
     run_driver,
@@ -54,6 +56,7 @@ from webapp.engine_gateway.runs import (
 
 __all__ = [
     "CONTROL_PREFIX",
+    "Ack",
     "LOGIC_FIXED",
     "STAGING_SUFFIX",
     "ParserUnavailable",

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from engine.api import (
+    CommandRequest,
     JobGraph,
-    command_message,
     diff_plans,
     logic_change_refused,
     max_parallelism,
@@ -170,28 +171,34 @@ def commands_between(
 
     old = {op["id"]: op for op in before["operators"]}
     now_ms = time.time() * 1000.0
-    commands = []
+    requests = []
     for op in after["operators"]:
         previous = old[op["id"]]
         if op.get("params") != previous.get("params"):
-            commands.append(command_message("logic", op["id"], "", now_ms, params=op["params"]))
+            requests.append(CommandRequest(kind="logic", operator=op["id"], request_id=request_id,
+                                           requested_at_ms=now_ms, params=op["params"]))
         if op.get("parallelism", 1) != previous.get("parallelism", 1):
-            commands.append(command_message("rescale", op["id"], "", now_ms,
-                                            parallelism=op.get("parallelism", 1)))
-    return _numbered(commands, request_id)
+            requests.append(CommandRequest(kind="rescale", operator=op["id"],
+                                           request_id=request_id, requested_at_ms=now_ms,
+                                           parallelism=op.get("parallelism", 1)))
+    return _numbered(requests, request_id)
 
 
 def rebalance_command(*, operator: str, assignment: Any, request_id: str) -> list[dict[str, str]]:
+    """The command of a checked rebalance (``plan_check_rebalance``)."""
+    request = CommandRequest(
+        kind="rebalance", operator=operator, request_id=request_id,
+        requested_at_ms=time.time() * 1000.0,
+        assignment=assignment if assignment == "weighted" else tuple(assignment))
+    return _numbered([request], request_id)
 
-    message = command_message("rebalance", operator, "", time.time() * 1000.0,
-                              assignment=assignment)
-    return _numbered([message], request_id)
 
-
-def _numbered(commands: list[dict[str, str]], request_id: str) -> list[dict[str, str]]:
-    if len(commands) == 1:
-        return [dict(commands[0], request_id=request_id)]
-    return [dict(c, request_id=f"{request_id}.{i + 1}") for i, c in enumerate(commands)]
+def _numbered(requests: list[CommandRequest], request_id: str) -> list[dict[str, str]]:
+    """The wire form of each request, numbered under ``request_id`` when there are several."""
+    if len(requests) > 1:
+        requests = [replace(r, request_id=f"{request_id}.{i + 1}")
+                    for i, r in enumerate(requests)]
+    return [r.to_message() for r in requests]
 
 
 def _fixed(graph: JobGraph) -> set[str]:

@@ -4,30 +4,38 @@ from __future__ import annotations
 
 import functools
 import time
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
 
 from engine.api import (
+    Ack,
+    CommandRequest,
     RedisControlChannel,
-    command_message,
     failure_summary,
 )
+
+__all__ = ["CONTROL_PREFIX", "Ack", "control_send", "control_stop", "run_driver"]
 
 CONTROL_PREFIX = "streamscale:"
 
 
 def control_send(*, run_id: int, messages: list[dict[str, str]]) -> None:
-    """Append commands to the run's durable control channel, stamped with the send time."""
+    """Append commands (wire messages, as recorded) to the run's durable control channel,
+    stamped with the send time."""
     channel = _channel(run_id)
     for message in messages:
-        channel.send(dict(message, requested_at=f"{time.time() * 1000.0:.3f}"))
+        request = CommandRequest.from_message(message)
+        channel.send(replace(request, requested_at_ms=time.time() * 1000.0).to_message())
 
 
 def control_stop(*, run_id: int) -> None:
     """Ask the run's driver to stop after its current epoch."""
 
-    _channel(run_id).send(command_message("stop", None, f"stop-{run_id}", time.time() * 1000.0))
+    stop = CommandRequest(kind="stop", operator=None, request_id=f"stop-{run_id}",
+                          requested_at_ms=time.time() * 1000.0)
+    _channel(run_id).send(stop.to_message())
 
 
 def _channel(run_id: int):

@@ -255,10 +255,12 @@ def _deliver(reconfiguration_id: int, run_id: int, commands: list[dict[str, str]
         before=figures.window_before(run_id=run_id))
 
 
-def reconfiguration_acknowledge(*, run_id: int, ack: dict[str, Any]) -> Reconfiguration | None:
+def reconfiguration_acknowledge(
+    *, run_id: int, ack: engine_gateway.Ack
+) -> Reconfiguration | None:
     """Apply a driver's acknowledgement of one command; the record completes when every
     command of it is acknowledged. A repeated acknowledgement changes nothing."""
-    request_id = str(ack.get("request_id", ""))
+    request_id = ack.request_id
     base = request_id.rsplit(".", 1)[0] if "." in request_id else request_id
     with transaction.atomic():
         run = Run.objects.select_for_update(no_key=True).filter(pk=run_id).first()
@@ -271,7 +273,7 @@ def reconfiguration_acknowledge(*, run_id: int, ack: dict[str, Any]) -> Reconfig
         if any(a.get("request_id") == request_id for a in reconfiguration.acks):
             return reconfiguration
         reconfiguration.acks = [*reconfiguration.acks, _ack_record(ack)]
-        if ack.get("status") == "applied":
+        if ack.status == "applied":
             _note_applied(run, ack)
         _complete_if_all_acked(run, reconfiguration)
         reconfiguration.save()
@@ -281,9 +283,9 @@ def reconfiguration_acknowledge(*, run_id: int, ack: dict[str, Any]) -> Reconfig
     return reconfiguration
 
 
-def _note_applied(run: Run, ack: dict[str, Any]) -> None:
+def _note_applied(run: Run, ack: engine_gateway.Ack) -> None:
     """The run's recorded parallelism and assignment are what the driver acknowledged."""
-    operator, after = ack.get("operator"), ack.get("after") or {}
+    operator, after = ack.operator, ack.after
     if not operator or "parallelism" not in after:
         return
     run.parallelism = {**run.parallelism, operator: int(after["parallelism"])}
@@ -292,11 +294,11 @@ def _note_applied(run: Run, ack: dict[str, Any]) -> None:
     run.save(update_fields=["parallelism", "assignment"])
 
 
-def _ack_record(ack: dict[str, Any]) -> dict[str, Any]:
-    keep = ("request_id", "kind", "operator", "status", "reason", "applied_epoch",
-            "requested_at_ms", "picked_up_at_ms", "control_latency_ms", "state_bytes_copied",
-            "epoch_ended_at_ms", "after")
-    return {k: ack.get(k) for k in keep}
+def _ack_record(ack: engine_gateway.Ack) -> dict[str, Any]:
+    """The ack as the record keeps it (JSON): all but the configuration before."""
+    record = ack.to_dict()
+    del record["before"]
+    return record
 
 
 def _complete_if_all_acked(run: Run, reconfiguration: Reconfiguration) -> None:

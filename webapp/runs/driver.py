@@ -16,9 +16,12 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import django
+
+if TYPE_CHECKING:
+    from webapp.engine_gateway import Ack
 
 log = logging.getLogger("streamscale.driver")
 
@@ -40,7 +43,7 @@ class RunHost:
         with _fresh_connection_after_failure():
             run_epoch_publish(run_id=self.run_id, metrics=epoch_metrics)
 
-    def acknowledge(self, run_id: str, ack: dict[str, Any]) -> None:
+    def acknowledge(self, run_id: str, ack: Ack) -> None:
         from webapp.reconfigurations.services import reconfiguration_acknowledge
 
         with _fresh_connection_after_failure():

@@ -17,6 +17,8 @@ from typing import Any, cast
 
 import redis
 
+from engine.runtime.control.messages import Ack
+
 
 class ControlChannel(ABC):
     """Commands for one run, read in order after a cursor, and their acknowledgements."""
@@ -30,19 +32,19 @@ class ControlChannel(ABC):
         """Commands after ``cursor`` (all if None), waiting up to ``block_ms`` for one."""
 
     @abstractmethod
-    def acknowledge(self, ack: Mapping[str, Any]) -> bool:
+    def acknowledge(self, ack: Ack) -> bool:
         """Records an ack once per request id; False if it was already recorded."""
 
     @abstractmethod
-    def acks(self) -> list[dict[str, Any]]:
+    def acks(self) -> list[Ack]:
         """Every ack recorded so far, in order."""
 
-    def wait_for_ack(self, request_id: str, timeout_s: float = 60.0) -> dict[str, Any] | None:
+    def wait_for_ack(self, request_id: str, timeout_s: float = 60.0) -> Ack | None:
         """Polls until the ack of ``request_id`` arrives (client side)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             for ack in self.acks():
-                if ack.get("request_id") == request_id:
+                if ack.request_id == request_id:
                     return ack
             time.sleep(0.02)
         return None
@@ -53,7 +55,7 @@ class MemoryControlChannel(ControlChannel):
 
     def __init__(self) -> None:
         self._messages: list[tuple[str, dict[str, str]]] = []
-        self._acks: list[dict[str, Any]] = []
+        self._acks: list[Ack] = []
         self._changed = threading.Condition()
 
     def send(self, message: Mapping[str, str]) -> str:
@@ -72,15 +74,15 @@ class MemoryControlChannel(ControlChannel):
                 self._changed.wait(block_ms / 1000.0)
             return list(self._messages[start:])
 
-    def acknowledge(self, ack: Mapping[str, Any]) -> bool:
+    def acknowledge(self, ack: Ack) -> bool:
         """Appends unless the request id was acked before."""
         with self._changed:
-            if any(a.get("request_id") == ack.get("request_id") for a in self._acks):
+            if any(a.request_id == ack.request_id for a in self._acks):
                 return False
-            self._acks.append(dict(ack))
+            self._acks.append(ack)
             return True
 
-    def acks(self) -> list[dict[str, Any]]:
+    def acks(self) -> list[Ack]:
         """A copy of the acks."""
         with self._changed:
             return list(self._acks)
@@ -111,17 +113,17 @@ class RedisControlChannel(ControlChannel):
             return []
         return [(str(entry_id), dict(fields)) for entry_id, fields in reply[0][1]]
 
-    def acknowledge(self, ack: Mapping[str, Any]) -> bool:
+    def acknowledge(self, ack: Ack) -> bool:
         """HSETNX guards against duplicate acks after a replayed epoch."""
-        if not self._redis.hsetnx(self._acked_key, str(ack.get("request_id")), "1"):
+        if not self._redis.hsetnx(self._acked_key, ack.request_id, "1"):
             return False
-        self._redis.xadd(self.acks_key, {"ack": json.dumps(dict(ack))})
+        self._redis.xadd(self.acks_key, {"ack": json.dumps(ack.to_dict())})
         return True
 
-    def acks(self) -> list[dict[str, Any]]:
+    def acks(self) -> list[Ack]:
         """Every ack in the acks stream."""
         entries: Any = self._redis.xrange(self.acks_key)
-        return [json.loads(f["ack"]) for _, f in entries]
+        return [Ack.from_dict(json.loads(f["ack"])) for _, f in entries]
 
     def delete(self) -> None:
         """Removes this run's streams (tests)."""

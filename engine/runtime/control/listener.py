@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from engine.runtime.control.channel import ControlChannel
-from engine.runtime.control.commands import Command, parse_command
+from engine.runtime.control.messages import Command
 from engine.runtime.errors import CommandRejected
 
 log = logging.getLogger("streamscale.control")
@@ -95,7 +95,7 @@ class ControlListener:
     def _take(self, cursor: str, fields: dict[str, str]) -> None:
         picked_up = time.time() * 1000.0
         try:
-            command = parse_command(fields, cursor, picked_up)
+            command = Command.picked_up(fields, cursor, picked_up)
         except CommandRejected as exc:
             log.warning("rejected control message %s %r: %s", cursor, fields, exc)
             self._on_malformed((cursor, fields, str(exc), picked_up))

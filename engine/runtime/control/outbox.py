@@ -13,14 +13,14 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
 from engine.runtime.control.channel import ControlChannel
 from engine.runtime.control.listener import Rejection
-from engine.runtime.control.reconfigure import malformed_ack
+from engine.runtime.control.messages import Ack
 
 log = logging.getLogger("streamscale.outbox")
 
@@ -110,12 +110,10 @@ class RunDeliveries:
         self._channel, self._publisher, self._recorder = channel, publisher, recorder
         self._to_channel, self.to_host = Outbox(), Outbox()
 
-    def acks(self, acks: list[dict[str, Any]], ended_at_ms: float | None) -> None:
+    def acks(self, acks: Sequence[Ack], ended_at_ms: float | None) -> None:
         """Queues acks; applied ones carry when their epoch ended (``ended_at_ms``)."""
-        for ack in acks:
-            if ack["status"] == "applied" and ended_at_ms is not None:
-                ack = {**ack, "epoch_ended_at_ms": round(ended_at_ms, 3)}
-            what = f"the ack of {ack['request_id']!r}"
+        for ack in (a.ended(ended_at_ms) for a in acks):
+            what = f"the ack of {ack.request_id!r}"
             self._to_channel.put(f"{what} on the channel",
                                  functools.partial(self._channel.acknowledge, ack))
             if self._recorder is not None:
@@ -124,7 +122,9 @@ class RunDeliveries:
 
     def malformed(self, rejection: Rejection) -> None:
         """Queues the ack of a message the listener could not parse at all."""
-        self.acks([malformed_ack(*rejection)], ended_at_ms=None)
+        cursor, fields, reason, picked_up_at_ms = rejection
+        self.acks([Ack.malformed(fields, cursor=cursor, reason=reason,
+                                 picked_up_at_ms=picked_up_at_ms)], ended_at_ms=None)
 
     def metrics(self, epoch: int, build: Callable[[], dict[str, Any]]) -> None:
         """Queues an epoch's metrics for the publisher, built by ``build`` on the deliveries'

@@ -16,7 +16,7 @@ from engine.dag.catalog import OPERATOR_TYPES
 from engine.errors import MappingError
 from engine.mapping import Assignment, balanced_assignment, weighted_assignment
 from engine.planner import PhysicalPlan, plan_job
-from engine.runtime.control.commands import Command
+from engine.runtime.control.messages import Command
 from engine.runtime.errors import CommandRejected
 
 
@@ -96,8 +96,9 @@ def apply_command(
     current = config[op.id]
     if command.kind == "logic":
         assert command.params is not None
-        check_logic(op.id, command.params)
-        return {**config, op.id: replace(current, params=dict(command.params))}
+        params = dict(command.params)
+        check_logic(op.id, params)
+        return {**config, op.id: replace(current, params=params)}
     role = OPERATOR_TYPES[op.type].role if op.type in OPERATOR_TYPES else "operator"
     if role != "operator" and not (command.kind == "rescale" and op.type in CLOCK_SOURCES):
         raise CommandRejected(f"{op.id!r} is a {role}: {fixed_parallelism_reason(op.type)}")

@@ -12,6 +12,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from engine.dag import JobGraph
+from engine.runtime.control.messages import Ack
 from engine.runtime.control.outbox import RunDeliveries
 from engine.runtime.control.run_config import OperatorConfig, RunConfig
 from engine.runtime.driver.metrics import epoch_metrics, stage_max_event_us
@@ -64,7 +65,7 @@ class EpochRunner:
         ended = time.time()
         batch_ms = (ended - started) * 1000.0
         # The epoch is committed: its acks can say when the change took effect.
-        self.deliveries.acks(plan["acks"], ended_at_ms=ended * 1000.0)
+        self.deliveries.acks([Ack.from_dict(a) for a in plan["acks"]], ended_at_ms=ended * 1000.0)
         # What is read now (the sources' load); the tasks' run times, read back from
         # Spark's status store once its listener has them, are left to the deliveries'
         # thread, off the next epoch's path.

@@ -12,6 +12,8 @@ import json
 import os
 from typing import Any
 
+from engine.runtime.control.messages import Ack
+
 # Epochs of history kept: a replay needs the last two; a start delivers the acks of all kept
 # again (``ended_acks``), those a kill or an outage kept from their host.
 _KEEP = 200
@@ -83,7 +85,7 @@ class EpochLog:
     def _files_path(self, op_id: str) -> str:
         return os.path.join(self._dir, f"files-{op_id}.txt")
 
-    def ended_acks(self) -> list[tuple[int, list[dict[str, Any]], float]]:
+    def ended_acks(self) -> list[tuple[int, list[Ack], float]]:
         """The acks of every kept epoch that ended (its outcome logged), oldest first, each
         with when its outcome was logged (epoch ms: the epoch's end, to a millisecond)."""
         ended = []
@@ -94,7 +96,8 @@ class EpochLog:
                     logged_s = os.stat(self._path(epoch, "outcome")).st_mtime
                 except FileNotFoundError:
                     continue  # pruned meanwhile
-                ended.append((epoch, plan["acks"], logged_s * 1000.0))
+                ended.append((epoch, [Ack.from_dict(a) for a in plan["acks"]],
+                              logged_s * 1000.0))
         return ended
 
     def _epochs(self, kind: str) -> list[int]:

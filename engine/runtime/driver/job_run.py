@@ -20,8 +20,8 @@ from engine.dag import JobGraph, state_kind_of
 from engine.planner import plan_job
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
 from engine.runtime.control.channel import ControlChannel, MemoryControlChannel
-from engine.runtime.control.commands import WORKLOAD_KINDS, Command
 from engine.runtime.control.listener import ControlListener
+from engine.runtime.control.messages import WORKLOAD_KINDS, Command
 from engine.runtime.control.outbox import RunDeliveries
 from engine.runtime.control.run_config import RunConfig, initial_config
 from engine.runtime.driver.epoch import EpochRunner

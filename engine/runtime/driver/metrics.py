@@ -44,9 +44,10 @@ from typing import Any, TextIO
 
 from engine.dag import JobGraph
 from engine.policies.load import LoadModel, load_model
+from engine.runtime.control.messages import Ack
 from engine.runtime.control.run_config import RunConfig
 from engine.runtime.stage.pipeline import EpochResult
-from engine.runtime.stage.regions import EpochTimes, Region, fused_regions
+from engine.runtime.stage.regions import EpochTimes, FusedRegion, fused_regions
 
 
 def epoch_metrics(
@@ -168,7 +169,7 @@ def _keyed(reports: list[dict[str, Any]], parallelism: int) -> dict[str, Any]:
 
 
 def _region(
-    region: Region,
+    region: FusedRegion,
     config: RunConfig,
     operators: dict[str, dict[str, Any]],
     result: EpochResult,
@@ -263,9 +264,9 @@ class CollectingRecorder:
     """Keeps every acknowledgement (tests, benchmarks)."""
 
     def __init__(self) -> None:
-        self.acks: list[dict[str, Any]] = []
+        self.acks: list[Ack] = []
 
-    def acknowledge(self, run_id: str, ack: dict[str, Any]) -> None:
+    def acknowledge(self, run_id: str, ack: Ack) -> None:
         """Appends unless the request id is already recorded."""
-        if all(a["request_id"] != ack["request_id"] for a in self.acks):
+        if all(a.request_id != ack.request_id for a in self.acks):
             self.acks.append(ack)

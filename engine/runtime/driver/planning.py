@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from engine.dag import JobGraph
 from engine.planner import PhysicalPlan, plan_job
 from engine.runtime.control.listener import ControlListener
+from engine.runtime.control.messages import Ack
 from engine.runtime.control.reconfigure import apply_commands
 from engine.runtime.control.run_config import (
     LogicCheck,
@@ -86,7 +87,7 @@ class EpochPlanner:
             "watermarks": advanced,
             "closes": windows_closing(self.graph, config, before, watermarks, advanced),
             "cursor": commands[-1].cursor if commands else cursor,
-            "acks": acks,
+            "acks": [ack.to_dict() for ack in acks],
             "stop": stop,
             "sources": sources,
         }
@@ -95,7 +96,7 @@ class EpochPlanner:
         return plan
 
     def _apply(self, config: RunConfig, commands: list[Any], epoch: int, batch: DataFrame,
-               outcome: dict[str, Any] | None) -> tuple[RunConfig, list[dict[str, Any]], bool]:
+               outcome: dict[str, Any] | None) -> tuple[RunConfig, list[Ack], bool]:
         """The configuration with ``commands`` applied, their acks, and whether to stop."""
         loads = (outcome or {}).get("kg_rows", {})
         return apply_commands(

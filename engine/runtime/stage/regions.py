@@ -24,9 +24,11 @@ _SETTLE_S = 1.0  # how long to wait for Spark's listener to report finished stag
 
 
 @dataclass(frozen=True)
-class Region:
+class FusedRegion:
     """Operators fused into the Spark stages that feed ``consumer``; ``includes_consumer``
-    when the consumer runs in those stages too (a sink), not in VSN instances (keyed)."""
+    when the consumer runs in those stages too (a sink), not in VSN instances (keyed).
+    A unit of measurement (its tasks' run time), not the planner's ``Region`` (a unit of
+    parallel execution)."""
 
     consumer: str
     operators: tuple[str, ...]
@@ -38,7 +40,7 @@ class Region:
         return "+".join(self.operators)
 
 
-def fused_regions(graph: JobGraph) -> list[Region]:
+def fused_regions(graph: JobGraph) -> list[FusedRegion]:
     """The regions of a graph: for each keyed operator and each sink, the stateless chain
     that feeds it (up to a source or a keyed operator). Empty chains are left out."""
     regions = []
@@ -49,7 +51,7 @@ def fused_regions(graph: JobGraph) -> list[Region]:
         chain = _stateless_chain(graph, op.id)
         members = chain if keyed else [*chain, op.id]
         if members:
-            regions.append(Region(op.id, tuple(members), not keyed))
+            regions.append(FusedRegion(op.id, tuple(members), not keyed))
     return regions
 
 

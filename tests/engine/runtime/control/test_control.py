@@ -8,8 +8,18 @@ import time
 import pytest
 
 from engine.runtime.control.channel import MemoryControlChannel, RedisControlChannel
-from engine.runtime.control.commands import command_message
 from engine.runtime.control.listener import ControlListener
+from engine.runtime.control.messages import Ack, CommandRequest
+
+
+def _request(kind, request_id, at_ms, **target):  # type: ignore[no-untyped-def]
+    return CommandRequest(kind=kind, operator="counts", request_id=request_id,
+                          requested_at_ms=at_ms, **target).to_message()
+
+
+def _stop(request_id: str) -> dict[str, str]:
+    return CommandRequest(kind="stop", operator=None, request_id=request_id,
+                          requested_at_ms=time.time() * 1000.0).to_message()
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -27,10 +37,13 @@ def test_commands_are_read_in_order_after_a_cursor(channel) -> None:  # type: ig
 
 
 def test_acks_are_recorded_once_per_request(channel) -> None:  # type: ignore[no-untyped-def]
-    assert channel.acknowledge({"request_id": "a", "status": "applied"})
-    assert not channel.acknowledge({"request_id": "a", "status": "applied"})
-    assert channel.acks() == [{"request_id": "a", "status": "applied"}]
-    assert channel.wait_for_ack("a", 1)["status"] == "applied"
+    ack = Ack(request_id="a", kind="rescale", operator="counts", status="applied",
+              applied_epoch=3, after={"parallelism": 4, "params": {}, "ranges": [[0, 15, 0]]})
+    assert channel.acknowledge(ack)
+    assert not channel.acknowledge(Ack(request_id="a", kind="stop", operator=None,
+                                       status="applied"))
+    assert channel.acks() == [ack]
+    assert channel.wait_for_ack("a", 1) == ack
 
 
 def test_listener_picks_commands_up_within_milliseconds(channel) -> None:  # type: ignore[no-untyped-def]
@@ -38,7 +51,7 @@ def test_listener_picks_commands_up_within_milliseconds(channel) -> None:  # typ
     listener = ControlListener(channel, None, rejected.append, block_ms=50)
     listener.start()
     try:
-        channel.send(command_message("rescale", "counts", "r1", time.time() * 1000.0, 4))
+        channel.send(_request("rescale", "r1", time.time() * 1000.0, parallelism=4))
         channel.send({"request_id": "bad", "kind": "nonsense"})
         deadline = time.monotonic() + 5
         picked: list = []
@@ -69,7 +82,7 @@ def test_listener_survives_a_malformed_command_whose_ack_fails(channel, caplog) 
     listener.start()
     try:
         bad = channel.send({"request_id": "bad", "kind": "nonsense"})
-        channel.send(command_message("stop", None, "stop-1", time.time() * 1000.0))
+        channel.send(_stop("stop-1"))
         picked = _drain_until(listener, "stop-1")
     finally:
         listener.stop()
@@ -92,7 +105,7 @@ def test_listener_survives_a_failing_channel_and_picks_up_later_commands() -> No
     listener = ControlListener(channel, None, lambda rejection: None, block_ms=50)
     listener.start()
     try:
-        channel.send(command_message("stop", None, "stop-1", time.time() * 1000.0))
+        channel.send(_stop("stop-1"))
         picked = _drain_until(listener, "stop-1", timeout_s=10)
     finally:
         listener.stop()
@@ -105,9 +118,9 @@ def test_the_listener_tells_each_command_as_it_comes_and_drains_them_in_order() 
     listener = ControlListener(channel, None, lambda rejection: None, block_ms=50,
                                on_command=lambda command: told.append(command.request_id))
     now = time.time() * 1000.0
-    channel.send(command_message("rescale", "counts", "up", now, 4))
-    channel.send(command_message("rebalance", "counts", "even", now, assignment="weighted"))
-    channel.send(command_message("logic", "counts", "logic", now, params={"watermark": "2 s"}))
+    channel.send(_request("rescale", "up", now, parallelism=4))
+    channel.send(_request("rebalance", "even", now, assignment="weighted"))
+    channel.send(_request("logic", "logic", now, params={"watermark": "2 s"}))
     listener.start()
     try:
         deadline = time.monotonic() + 5

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from engine.runtime.api import request_reconfiguration, start_run
+from engine.runtime.control.messages import Ack
 from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
 from engine.runtime.io.sinks import clear_memory_sink
 from tests.engine.runtime.jobs import wait_epoch, window_job
@@ -35,7 +36,7 @@ class RefusingRecorder(CollectingRecorder):
         super().__init__()
         self.outage = outage
 
-    def acknowledge(self, run_id: str, ack: dict[str, Any]) -> None:
+    def acknowledge(self, run_id: str, ack: Ack) -> None:
         self.outage.check()
         super().acknowledge(run_id, ack)
 
@@ -64,17 +65,17 @@ def test_a_host_outage_neither_fails_nor_slows_epochs_and_stop_still_works(
         time.sleep(0.05)
     up = request_reconfiguration(run.channel, kind="rescale", operator="counts", parallelism=3)
     run.channel.send({"request_id": "malformed", "kind": "explode"})
-    assert run.channel.wait_for_ack(up, 60)["status"] == "applied"
+    assert run.channel.wait_for_ack(up, 60).status == "applied"
     during = run.last_epoch
     stop = request_reconfiguration(run.channel, kind="stop")
-    assert run.channel.wait_for_ack(stop, 60)["status"] == "applied"
+    assert run.channel.wait_for_ack(stop, 60).status == "applied"
     assert run.failure() is None and run.parallelism()["counts"] == 3
     assert outage.refused > 0 and recorder.acks == [] and publisher.epochs == []
     outage.down = False
     assert run.wait(120) == "stopped"
-    acks = {a["request_id"]: a for a in recorder.acks}
-    assert acks[up]["status"] == "applied" and acks["malformed"]["status"] == "rejected"
-    assert acks[stop]["status"] == "applied" and run.last_epoch >= (during or 0)
+    acks = {a.request_id: a for a in recorder.acks}
+    assert acks[up].status == "applied" and acks["malformed"].status == "rejected"
+    assert acks[stop].status == "applied" and run.last_epoch >= (during or 0)
     assert [m["epoch"] for m in publisher.epochs] == list(range(run.last_epoch + 1))
     clear_memory_sink(sink)
 
@@ -91,7 +92,7 @@ def test_acks_say_when_the_first_epoch_at_the_new_parallelism_ended(spark, tmp_p
     up = request_reconfiguration(run.channel, kind="rescale", operator="counts", parallelism=4)
     ack = run.channel.wait_for_ack(up, 60)
     assert run.wait(120) == "stopped"
-    applied = next(m for m in publisher.epochs if m["epoch"] == ack["applied_epoch"])
+    applied = next(m for m in publisher.epochs if m["epoch"] == ack.applied_epoch)
     assert applied["operators"]["counts"]["instances"] == 4
-    assert sent_ms < ack["picked_up_at_ms"] < ack["epoch_ended_at_ms"] <= time.time() * 1000.0
+    assert sent_ms < ack.picked_up_at_ms < ack.epoch_ended_at_ms <= time.time() * 1000.0
     clear_memory_sink(sink)

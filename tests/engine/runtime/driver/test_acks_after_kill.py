@@ -65,11 +65,11 @@ def test_an_ack_a_kill_kept_from_the_channel_is_sent_by_the_next_start(
 
     assert again.returncode == 0, again.stderr[-2000:]
     acks = channel.acks()
-    assert [a["request_id"] for a in acks] == [request]
-    assert acks[0]["status"] == "applied"
-    assert acks[0]["applied_epoch"] == applied
-    assert acks[0]["after"]["parallelism"] == 3
-    assert abs(acks[0]["epoch_ended_at_ms"] - ended_ms) < 1.0
+    assert [a.request_id for a in acks] == [request]
+    assert acks[0].status == "applied"
+    assert acks[0].applied_epoch == applied
+    assert acks[0].after["parallelism"] == 3
+    assert abs(acks[0].epoch_ended_at_ms - ended_ms) < 1.0
 
 
 def _wait_for_ended(log: EpochLog, request_id: str, timeout_s: float) -> int:
@@ -77,7 +77,7 @@ def _wait_for_ended(log: EpochLog, request_id: str, timeout_s: float) -> int:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for epoch, acks, _ in log.ended_acks():
-            if any(a.get("request_id") == request_id for a in acks):
+            if any(a.request_id == request_id for a in acks):
                 return epoch
         time.sleep(0.01)
     raise AssertionError(f"no epoch applied {request_id} and ended within {timeout_s} s")

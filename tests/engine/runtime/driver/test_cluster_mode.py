@@ -51,9 +51,9 @@ def test_rescale_on_a_standalone_cluster_with_the_redis_store(
         assert wait_for_epoch_line(lines, proc, 180), proc.stderr.read()[-3000:]  # type: ignore[union-attr]
         channel = RedisControlChannel(redis_url, run_id, redis_prefix)
         up = request_reconfiguration(channel, kind="rescale", operator="counts", parallelism=6)
-        assert channel.wait_for_ack(up, 120)["status"] == "applied"
+        assert channel.wait_for_ack(up, 120).status == "applied"
         down = request_reconfiguration(channel, kind="rescale", operator="counts", parallelism=1)
-        assert channel.wait_for_ack(down, 120)["status"] == "applied"
+        assert channel.wait_for_ack(down, 120).status == "applied"
         assert proc.wait(timeout=300) == 0, proc.stderr.read()[-3000:]  # type: ignore[union-attr]
         printed = []
         while not lines.empty():

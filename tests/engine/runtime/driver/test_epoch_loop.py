@@ -111,23 +111,23 @@ def test_a_command_between_epochs_takes_effect_in_an_epoch_that_starts_at_once(
         up = request_reconfiguration(run.channel, kind="rescale", operator="counts",
                                      parallelism=2)
         ack = run.channel.wait_for_ack(up, 60)
-        wait_epoch(run, ack["applied_epoch"] + 1)
+        wait_epoch(run, ack.applied_epoch + 1)
     finally:
         run.stop()
-    assert ack["status"] == "applied" and run.parallelism()["counts"] == 2
+    assert ack.status == "applied" and run.parallelism()["counts"] == 2
     epochs = {m["epoch"]: m for m in publisher.epochs}
-    applied, before = epochs[ack["applied_epoch"]], epochs[ack["applied_epoch"] - 1]
-    started_ms = ack["epoch_ended_at_ms"] - applied["batch_duration_ms"]
+    applied, before = epochs[ack.applied_epoch], epochs[ack.applied_epoch - 1]
+    started_ms = ack.epoch_ended_at_ms - applied["batch_duration_ms"]
     before_ended_ms = started_ms - applied["interval_ms"] + before["batch_duration_ms"]
     # The epoch that applied the change started as soon as the command was picked up (or
     # the epoch it arrived in ended), not at the run's next interval.
-    waited_ms = started_ms - max(ack["picked_up_at_ms"], before_ended_ms)
+    waited_ms = started_ms - max(ack.picked_up_at_ms, before_ended_ms)
     assert waited_ms < 500, f"the change's epoch waited {waited_ms:.0f} ms to start"
     assert applied["interval_ms"] < interval_ms - 1000
     # The epochs not woken keep the run's grid: the one after the woken epoch starts where
     # it was due, an interval after the epoch before the woken one, or as soon as the woken
     # epoch ended if that ran past it.
-    after = epochs[ack["applied_epoch"] + 1]
+    after = epochs[ack.applied_epoch + 1]
     due_ms = max(interval_ms - applied["interval_ms"], applied["batch_duration_ms"])
     assert -300 < after["interval_ms"] - due_ms < 500, (applied, after["interval_ms"])
     clear_memory_sink(sink)

@@ -114,9 +114,9 @@ def test_sigkill_at_random_points_then_restart_is_exactly_once(
     pairs = expected_pairs(spark, start_ms, LAST_EPOCH)
     assert len(pairs) > 1000
     assert actual_pairs(pq.read_table(str(pairs_out))) == pairs
-    acks = {a["request_id"]: a for a in channel.acks()}
+    acks = {a.request_id: a for a in channel.acks()}
     assert set(requests) <= set(acks)
-    assert all(acks[r]["status"] == "applied" for r in requests)
+    assert all(acks[r].status == "applied" for r in requests)
     assert len(channel.acks()) == len(acks)  # each request acknowledged once
 
 

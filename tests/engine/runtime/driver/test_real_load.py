@@ -52,9 +52,9 @@ def _drive(run: JobRun, publisher: CollectingPublisher, recorder: CollectingReco
             continue
         seen = epochs[-1]["epoch"]
         for ack in recorder.acks:
-            if ack["request_id"] in sent and ack["status"] == "applied":
-                sent.discard(ack["request_id"])
-                loop.took_effect(ack["applied_epoch"], time.time())
+            if ack.request_id in sent and ack.status == "applied":
+                sent.discard(ack.request_id)
+                loop.took_effect(ack.applied_epoch, time.time())
         decision = loop.decide(epochs, time.time())
         if decision.action in ("up", "down"):
             for op, n in decision.changes.items():

@@ -73,7 +73,7 @@ def test_rescale_while_reading_two_streams_stays_exact(spark, tmp_path, broker) 
         request = request_reconfiguration(run.channel, kind="rescale", operator="counts",
                                           parallelism=parallelism)
         ack = run.channel.wait_for_ack(request, timeout_s=60)
-        assert ack is not None and ack["status"] == "applied", ack
+        assert ack is not None and ack.status == "applied", ack
     assert run.wait(240) == "stopped", run.failure()
     instances = [e["operators"]["counts"]["instances"] for e in publisher.epochs]
     assert {1, 2, 4} <= set(instances)

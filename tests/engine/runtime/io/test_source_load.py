@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engine.dag import parse_job_graph
 from engine.planner import plan_job
-from engine.runtime.control.commands import Command
+from engine.runtime.control.messages import Command
 from engine.runtime.control.run_config import apply_command, initial_config
 from engine.runtime.errors import CommandRejected
 from engine.runtime.io.source_load import ClockSource, SourceLoad, source_figures

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from engine.runtime.api import start_run
-from engine.runtime.control.commands import command_message
+from engine.runtime.control.messages import CommandRequest
 from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 
@@ -93,13 +93,14 @@ def test_an_idle_files_run_runs_no_epoch_takes_a_new_file_then_a_stop(  # type: 
     later = [{"user": u, "at": "2026-01-01T00:05:00Z", "n": 100 + u} for u in (1, 7)]
     (tmp_path / "in" / "b.json").write_text("\n".join(json.dumps(r) for r in later))
     _until(lambda: run.last_epoch == 1, run)
-    run.channel.send(command_message("stop", None, "stop-idle", time.time() * 1000.0))
+    run.channel.send(CommandRequest(kind="stop", operator=None, request_id="stop-idle",
+                                    requested_at_ms=time.time() * 1000.0).to_message())
     asked = time.monotonic()
     assert run.wait(30) == "stopped"
     assert time.monotonic() - asked < 10
     assert run.last_epoch == 2
-    (ack,) = [a for a in recorder.acks if a["request_id"] == "stop-idle"]
-    assert ack["status"] == "applied" and ack["applied_epoch"] == 2
+    (ack,) = [a for a in recorder.acks if a.request_id == "stop-idle"]
+    assert ack.status == "applied" and ack.applied_epoch == 2
     # user 1 again 5 minutes later (past the dedupe's minute), user 7 new
     assert sorted(memory_sink_rows(sink)["n"].to_pylist()) == [2, 3, 4, 5, 6, 101, 107]
     clear_memory_sink(sink)

@@ -79,7 +79,7 @@ def test_dedupe_is_exact_across_a_rescale(spark, tmp_path) -> None:  # type: ign
         time.sleep(0.05)
     request_reconfiguration(run.channel, kind="rescale", operator="once", parallelism=5)
     assert run.wait(180) == "stopped"
-    assert recorder.acks[0]["status"] == "applied"
+    assert recorder.acks[0].status == "applied"
 
     spec = GeneratorSpec.from_params(generator, run.start_ms)
     rows = generator_batch(spark, spec, 0, 7 * ROWS_PER_SECOND).orderBy("event_id").collect()

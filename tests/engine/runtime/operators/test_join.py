@@ -186,16 +186,16 @@ def test_join_run_matches_sparks_join_through_rescales(spark, tmp_path) -> None:
     run, publisher, recorder = start_collected_run(spark, tmp_path, job, last_epoch=9)
     wait_epoch(run, 1)
     up = request_reconfiguration(run.channel, kind="rescale", operator="pairs", parallelism=6)
-    assert run.channel.wait_for_ack(up, 60)["status"] == "applied"
+    assert run.channel.wait_for_ack(up, 60).status == "applied"
     wait_epoch(run, 4)
     down = request_reconfiguration(run.channel, kind="rescale", operator="pairs", parallelism=3)
-    assert run.channel.wait_for_ack(down, 60)["status"] == "applied"
+    assert run.channel.wait_for_ack(down, 60).status == "applied"
     assert run.wait(180) == "stopped"
 
-    acks = {a["request_id"]: a for a in recorder.acks}
-    assert acks[up]["state_bytes_copied"] == 0 and acks[down]["state_bytes_copied"] == 0
+    acks = {a.request_id: a for a in recorder.acks}
+    assert acks[up].state_bytes_copied == 0 and acks[down].state_bytes_copied == 0
     by_epoch = {m["epoch"]: m["operators"]["pairs"]["instances"] for m in publisher.epochs}
-    assert by_epoch[0] == 2 and by_epoch[acks[up]["applied_epoch"]] == 6
+    assert by_epoch[0] == 2 and by_epoch[acks[up].applied_epoch] == 6
     assert by_epoch[9] == 3
     expected = expected_pairs(spark, run.start_ms, 9)
     assert len(expected) > 1000

@@ -32,12 +32,12 @@ def test_rescales_and_rebalances_leave_results_exact(spark, tmp_path) -> None:
     channel = run.channel
     wait_epoch(run, 2)
     up = request_reconfiguration(channel, kind="rescale", operator="counts", parallelism=8)
-    assert channel.wait_for_ack(up, 60)["status"] == "applied"
+    assert channel.wait_for_ack(up, 60).status == "applied"
     wait_epoch(run, 6)
     weighted = request_reconfiguration(
         channel, kind="rebalance", operator="counts", assignment="weighted"
     )
-    assert channel.wait_for_ack(weighted, 60)["status"] == "applied"
+    assert channel.wait_for_ack(weighted, 60).status == "applied"
     wait_epoch(run, 8)
     down = request_reconfiguration(channel, kind="rescale", operator="counts", parallelism=3)
     explicit = request_reconfiguration(
@@ -45,12 +45,12 @@ def test_rescales_and_rebalances_leave_results_exact(spark, tmp_path) -> None:
     )
     assert run.wait(180) == "stopped"
 
-    acks = {a["request_id"]: a for a in recorder.acks}
-    assert all(acks[r]["status"] == "applied" for r in (up, weighted, down, explicit))
-    assert all(acks[r]["state_bytes_copied"] == 0 for r in acks)
+    acks = {a.request_id: a for a in recorder.acks}
+    assert all(acks[r].status == "applied" for r in (up, weighted, down, explicit))
+    assert all(acks[r].state_bytes_copied == 0 for r in acks)
     by_epoch = {m["epoch"]: m["operators"]["counts"]["instances"] for m in publisher.epochs}
-    assert by_epoch[acks[up]["applied_epoch"]] == 8
-    assert by_epoch[acks[down]["applied_epoch"]] == 3
+    assert by_epoch[acks[up].applied_epoch] == 8
+    assert by_epoch[acks[down].applied_epoch] == 3
     assert by_epoch[0] == 2
     expected = expected_windows(spark, run.start_ms, 14, [(0, "event_type = 'view'")])
     assert expected and actual_windows(memory_sink_rows(sink)) == expected
@@ -87,16 +87,16 @@ def test_bad_commands_are_rejected_and_the_run_goes_on(spark, tmp_path) -> None:
     )
     assert run.wait(180) == "stopped"
 
-    acks = {a["request_id"]: a for a in recorder.acks}
+    acks = {a.request_id: a for a in recorder.acks}
     for name, request in ids.items():
-        assert acks[request]["status"] == "rejected", name
-        assert acks[request]["reason"], name
-    assert "1..32" in acks[ids["too_many"]]["reason"]
-    assert "unknown operator" in acks[ids["unknown"]]["reason"]
-    assert "refused" in acks[ids["stateful"]]["reason"]
-    assert "writes in the stage that feeds it" in acks[ids["sink"]]["reason"]
+        assert acks[request].status == "rejected", name
+        assert acks[request].reason, name
+    assert "1..32" in acks[ids["too_many"]].reason
+    assert "unknown operator" in acks[ids["unknown"]].reason
+    assert "refused" in acks[ids["stateful"]].reason
+    assert "writes in the stage that feeds it" in acks[ids["sink"]].reason
     for request in ("malformed-1", "malformed-2"):
-        assert channel.wait_for_ack(request, 5)["status"] == "rejected"
+        assert channel.wait_for_ack(request, 5).status == "rejected"
     assert run.last_epoch == 7
     expected = expected_windows(spark, run.start_ms, 7, [(0, "event_type = 'view'")])
     assert actual_windows(memory_sink_rows(sink)) == expected
@@ -114,9 +114,9 @@ def test_logic_change_takes_effect_at_an_epoch_boundary(spark, tmp_path) -> None
         params={"condition": "event_type <> 'purchase'"},
     )
     assert run.wait(180) == "stopped"
-    ack = next(a for a in recorder.acks if a["request_id"] == change)
-    assert ack["status"] == "applied"
-    applied = ack["applied_epoch"]
+    ack = next(a for a in recorder.acks if a.request_id == change)
+    assert ack.status == "applied"
+    applied = ack.applied_epoch
     assert 3 <= applied <= 9
     expected = expected_windows(
         spark,
@@ -142,7 +142,7 @@ def test_sliding_windows_match_spark_through_a_rescale(spark, tmp_path) -> None:
     wait_epoch(run, 3)
     up = request_reconfiguration(run.channel, kind="rescale", operator="counts", parallelism=5)
     assert run.wait(180) == "stopped"
-    assert next(a for a in recorder.acks if a["request_id"] == up)["status"] == "applied"
+    assert next(a for a in recorder.acks if a.request_id == up).status == "applied"
     expected = expected_windows(spark, run.start_ms, 9, [(0, "event_type = 'view'")], slide_s=3)
     assert expected and actual_windows(memory_sink_rows(sink)) == expected
     clear_memory_sink(sink)

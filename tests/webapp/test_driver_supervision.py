@@ -120,17 +120,20 @@ def test_suspend_and_resume_are_not_restarts_and_a_crash_is_named(var_dir, make_
         _wait(lambda: supervision.runs_watch(), timeout=30, what="the restart")
         assert _fresh(run).restarts == 1
         assert _audit_reasons(run, "run.recovering") == [
-            f"driver {resumed_pid} was killed by SIGKILL; restarting from the checkpoint"]
+            f"driver {resumed_pid} was killed by SIGKILL; a transient failure, restarting from "
+            "the checkpoint"]
     finally:
         _kill_driver(_fresh(run))
 
 
-def test_a_failing_query_names_its_error_in_one_line(var_dir, make_user) -> None:
-    from webapp.jobs.models import Run, RunStatus
+@pytest.mark.parametrize(("condition", "error_class"), [
+    (FAILING_CONDITION, "CAST_INVALID_INPUT"), ("amount / 0 > 1", "DIVIDE_BY_ZERO")])
+def test_the_jobs_own_error_fails_the_run_at_once_naming_operator_and_cause(
+        var_dir, make_user, condition: str, error_class: str) -> None:
+    from webapp.jobs.models import RunStatus
     from webapp.runs import supervision
 
-    run = _run(make_user, condition=FAILING_CONDITION)
-    Run.objects.filter(pk=run.pk).update(restarts=supervision.MAX_RESTARTS)
+    run = _run(make_user, condition=condition)
     try:
         supervision.run_launch(run_id=run.pk)
         _wait(lambda: not psutil.pid_exists(_fresh(run).driver_pid) or
@@ -139,15 +142,17 @@ def test_a_failing_query_names_its_error_in_one_line(var_dir, make_user) -> None
         _wait(lambda: supervision.runs_watch(), timeout=30, what="the failure")
 
         failed = _fresh(run)
-        assert failed.status == RunStatus.FAILED
+        assert failed.status == RunStatus.FAILED and failed.restarts == 0
         first_line = failed.failure_reason.splitlines()[0]
-        assert first_line.startswith(f"driver {failed.driver_pid} exited with code 1: "
-                                     "the query failed: ")
-        assert "CAST_INVALID_INPUT" in first_line
+        assert first_line.startswith(f"operator 'clicks': driver {failed.driver_pid} exited "
+                                     "with code 3: the query failed: ")
+        assert error_class in first_line
+        assert first_line.endswith("; the job's own error, not retried")
+        assert _audit_reasons(run, "run.recovering") == []
         # The failing epoch's report, with its trace, is in the driver's output.
         output = _driver_log(run)
         assert "epoch 0 failed; the run ends" in output
-        assert "Traceback (most recent call last)" in output and "CAST_INVALID_INPUT" in output
+        assert "Traceback (most recent call last)" in output and error_class in output
     finally:
         _kill_driver(_fresh(run))
 

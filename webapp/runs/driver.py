@@ -87,9 +87,8 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("REDIS_URL", settings.REDIS_URL)
     from webapp import engine_gateway
     from webapp.jobs.models import RunStatus
-    from webapp.runs.exits import SUSPENDED, driver_cause_record
+    from webapp.runs.exits import SUSPENDED
     from webapp.runs.selectors import run_get
-    from webapp.runs.services import run_dir
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -103,24 +102,33 @@ def main(argv: list[str]) -> int:
     log.info("run %s: starting %s on %s (restart %s)", run.pk, run.job.name,
              run.spark_master, run.restarts)
     try:
-        status, cause = engine_gateway.run_driver(
+        status, failure = engine_gateway.run_driver(
             document=run.version.dag, run_id=run.pk, checkpoint=run.checkpoint_location,
             master=run.spark_master, host=host, stop_requested=stop_requested, running=running,
         )
     except Exception as error:
-        first = (str(error).strip().splitlines() or [""])[0][:400]
-        driver_cause_record(run_dir(run.pk), cause=f"{type(error).__name__}: {first}")
-        raise
+        failure = engine_gateway.failure_of_start(error, run.version.dag)
+        log.exception("run %s: the run could not start: %s", run.pk, failure.describe())
+        return _failed(run.pk, f"the run could not start: {failure.cause}", failure)
     log.info("run %s: driver ended %s", run.pk, status)
     if status == "suspended":
         return SUSPENDED  # the product is shutting down; the run resumes at its next start
     if status == "stopped":
         host.run_status(str(run.pk), RunStatus.STOPPED)
         return 0
-    log.error("run %s: the query failed: %s", run.pk, cause)
-    driver_cause_record(run_dir(run.pk), cause=f"the query failed: {cause}")
-    return 1
+    assert failure is not None
+    log.error("run %s: the query failed: %s", run.pk, failure.describe())
+    return _failed(run.pk, f"the query failed: {failure.cause}", failure)
 
+
+def _failed(run_id: int, cause: str, failure) -> int:  # noqa: ANN001 - a RunFailure
+    """Records the failure for the watcher and returns the exit status that tells it whether
+    to restart: ``JOB_ERROR`` for the job's own error, 1 for a transient one."""
+    from webapp.runs.exits import JOB_ERROR, driver_cause_record
+    from webapp.runs.services import run_dir
+
+    driver_cause_record(run_dir(run_id), cause=cause, operator=failure.operator)
+    return 1 if failure.retried else JOB_ERROR
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

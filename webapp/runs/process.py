@@ -27,8 +27,9 @@ _SPAWN = (
 
 # The reaper (stdlib only: it lives as long as the driver) starts the driver in a session of
 # its own, prints its pid, waits for it and records its exit status (negative: the signal),
-# so the watcher can tell a clean suspend from a crash and name what ended the driver. Its
-# command line does not hold the driver module: only the driver matches `driver_alive`.
+# and when, so the watcher can tell a clean suspend from a crash, name what ended the driver
+# and time its restart's back-off from the crash. Its command line does not hold the driver
+# module: only the driver matches `driver_alive`.
 # Then it ends what the driver left in its process group: Spark's JVM outlives a driver
 # killed while the JVM was starting (it never reached its watch on the driver's pipe). It
 # gets SIGTERM, so its shutdown hooks remove its temporary files, and SIGKILL after 10 s.
@@ -45,10 +46,10 @@ _REAPER = (
     "print(p.pid, flush=True)\n"
     "os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n"
     "code = p.wait()\n"
-    "tmp = exit_path + '.tmp'\n"
-    "open(tmp, 'w').write(json.dumps({'pid': p.pid, 'code': code}))\n"
-    "os.replace(tmp, exit_path)\n"
     "import time\n"
+    "tmp = exit_path + '.tmp'\n"
+    "open(tmp, 'w').write(json.dumps({'pid': p.pid, 'code': code, 'at': time.time()}))\n"
+    "os.replace(tmp, exit_path)\n"
     "for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 0.0)):\n"
     "    try:\n"
     "        os.killpg(p.pid, sig)\n"

@@ -8,6 +8,7 @@ from typing import Any
 from webapp.errors import NotFound
 from webapp.jobs.metrics import KEYED_OPERATOR_FIELDS
 from webapp.jobs.models import Job, JobVersion, OperatorEpoch, Reconfiguration, Run, RunEpoch
+from webapp.runs.restarts import restart_policy_of_run
 from webapp.written_once import epoch_answers
 
 
@@ -33,7 +34,8 @@ def run_answer_get(*, run_id: int) -> Run:
 _RUN_ANSWER_COLUMNS = (
     "id", "job_id", "version_id", "status", "current_epoch", "parallelism", "assignment",
     "spark_master", "restarts", "failure_reason", "created_at", "started_at", "stopped_at",
-    "autoscale_mode", "autoscale_proposal")
+    "autoscale_mode", "autoscale_proposal", "restart_strategy", "restart_attempts",
+    "restart_delay_s")
 _RUN_ANSWER_SQL = (
     f"SELECT {', '.join('r.' + c for c in _RUN_ANSWER_COLUMNS)}, v.number AS version_number "
     f'FROM "{Run._meta.db_table}" r JOIN "{JobVersion._meta.db_table}" v ON v.id = r.version_id '
@@ -72,6 +74,7 @@ def run_as_json(run: Run) -> dict[str, Any]:
         "started_at": _iso(run.started_at),
         "stopped_at": _iso(run.stopped_at),
         "autoscale": {"mode": run.autoscale_mode, "proposal": run.autoscale_proposal or None},
+        "restart": restart_policy_of_run(run).as_json(),
         "metrics": run_latest_metrics(run=run),
     }
 

@@ -1,5 +1,6 @@
 """Driver supervision: launch a run's driver, notice within seconds when it dies, restart it
-from its checkpoint a bounded number of times, then fail the run with the cause."""
+from its checkpoint as the run's restart strategy says after a transient failure, and fail the
+run at once, naming the operator and the cause, on the job's own error."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ from django.utils import timezone
 
 from webapp.config import BASE_DIR, database_url_of
 from webapp.jobs.models import ACTIVE_RUN_STATUSES, Run, RunStatus
-from webapp.runs.exits import driver_end
+from webapp.runs.exits import DriverEnd, driver_end
 from webapp.runs.process import driver_alive, driver_signal, driver_spawn, log_tail
+from webapp.runs.restarts import RESET_AFTER_S, restart_policy_of_run
 from webapp.runs.services import run_dir, run_driver_recorded, run_status_set
 
-MAX_RESTARTS = 5
-# Crashes further apart than this are not a crash loop: the restart budget starts again.
-RESTART_WINDOW_S = 600.0
+# Crashes further apart than this are not a crash loop: the restart count starts again.
+RESTART_WINDOW_S = RESET_AFTER_S
 STOP_GRACE_S = 60.0
 
 
@@ -64,22 +65,37 @@ def _watch(run: Run) -> str | None:
     if ended is not None and ended.suspended:
         # A clean suspend (the product was stopped) is not a crash: resume, budget untouched.
         return run_launch(run_id=run.pk, resume=True)
-    since_launch = _seconds_since(run.driver_launched_at)
-    if since_launch > RESTART_WINDOW_S and run.restarts:
-        run.restarts = 0
-    elif since_launch < _backoff_s(run.restarts):
-        return None  # a driver that dies at once is retried after 1, 2, 4, 8... seconds
     how = f"driver {run.driver_pid} " + (ended.describe() if ended else "died")
     tail = log_tail(run_dir(run.pk) / "driver.log") or "(no output)"
-    if run.restarts >= MAX_RESTARTS:
+    if ended is not None and ended.job_error:
+        # The job's own error recurs on the same data and plan: a restart only spends time.
+        where = f"operator {ended.operator!r}: " if ended.operator else ""
         run_status_set(run_id=run.pk, status=RunStatus.FAILED, output=tail,
-                       detail=f"{how}; {run.restarts + 1} crashes, more than the {MAX_RESTARTS} "
-                              f"restarts allowed within {RESTART_WINDOW_S / 60:.0f} minutes")
+                       detail=f"{where}{how}; the job's own error, not retried")
+        return "failed: the job's own error"
+    if _seconds_since(run.driver_launched_at) > RESTART_WINDOW_S and run.restarts:
+        run.restarts = 0  # up long enough: no crash loop, the count and back-off start again
+    policy = restart_policy_of_run(run)
+    delay = policy.delay_before(run.restarts + 1)
+    if delay is None:
+        run_status_set(run_id=run.pk, status=RunStatus.FAILED, output=tail,
+                       detail=f"{how}; not restarted: {run.restarts + 1} crashes in a row, more "
+                              f"than its restart strategy allows ({policy.describe()})")
         return "failed"
+    if _seconds_since_crash(run, ended) < delay:
+        return None  # the back-off: retried once the delay since the crash has passed
     Run.objects.filter(pk=run.pk).update(restarts=run.restarts + 1, driver_pid=None)
     run_status_set(run_id=run.pk, status=RunStatus.RECOVERING, output=tail,
-                   detail=f"{how}; restarting from the checkpoint")
+                   detail=f"{how}; a transient failure, restarting from the checkpoint")
     return run_launch(run_id=run.pk)
+
+
+def _seconds_since_crash(run: Run, ended: DriverEnd | None) -> float:
+    """Since the driver ended, as its reaper recorded it; since its launch without a record
+    (the reaper itself was killed), which errs towards restarting sooner."""
+    if ended is not None and ended.ended_at is not None:
+        return time.time() - ended.ended_at
+    return _seconds_since(run.driver_launched_at)
 
 
 def _watch_first_epoch(run: Run) -> str | None:
@@ -98,10 +114,6 @@ def _watch_first_epoch(run: Run) -> str | None:
                           f"(RUN_START_TIMEOUT_S); the driver's last output: {last}")
     driver_signal(run.driver_pid, run.pk, signal.SIGKILL)
     return "failed: no first epoch in time"
-
-
-def _backoff_s(restarts: int) -> float:
-    return min(30.0, 2.0 ** restarts) if restarts else 0.0
 
 
 def _seconds_since(moment) -> float:

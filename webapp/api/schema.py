@@ -329,6 +329,9 @@ class RunOut(Schema):
     stopped_at: Timestamp | None
     autoscale: AutoscaleStateOut
     restart: RestartOut
+    heartbeat_at: Timestamp | None = Field(description="the driver's last sign of life")
+    activity: str | None = Field(description="of a running run: processing, idle: waiting "
+                                             "for data, or driver silent for N s")
     metrics: EpochOut | dict[str, Any]
 
 

@@ -83,6 +83,9 @@ class Run(models.Model):
     driver_pid = models.IntegerField(null=True, blank=True)
     driver_host = models.CharField(max_length=200, blank=True)
     driver_launched_at = models.DateTimeField(null=True, blank=True)
+    # The driver's last sign of life once its query runs (webapp.runs.driver): a run is alive
+    # by its driver, not by its data, so an idle source is no failure.
+    driver_heartbeat_at = models.DateTimeField(null=True, blank=True)
     checkpoint_location = models.CharField(max_length=500)
     # Instances per operator as the driver last acknowledged them (what is true now).
     parallelism = models.JSONField(default=dict)

@@ -29,6 +29,7 @@ from webapp.reconfigurations.requests import MAX_REASON
 from webapp.reconfigurations.services import RECONFIGURABLE
 from webapp.runs import inspection
 from webapp.runs.restarts import restart_policy_of_run
+from webapp.runs.selectors import run_activity_of
 from webapp.runs.services import MAX_STOP_REASON, run_start, run_stop
 
 
@@ -56,6 +57,7 @@ def run_detail(request, run_id: int):
         "stop_reason_max": MAX_STOP_REASON,
         "plan_version": reconfiguration_selectors.run_plan_version(run=run),
         "restart_strategy": restart_policy_of_run(run).describe(),
+        "activity": run_activity_of(run=run),
     }
     if can_operate and context["live"]:
         context["changes"] = run_change_panels(run=run)

@@ -63,6 +63,32 @@ def _fresh_connection_after_failure() -> Iterator[None]:
         raise
 
 
+HEARTBEAT_S = 5.0
+
+
+def _heartbeat(run_id: int, running: threading.Event, ended: threading.Event) -> None:
+    """Once the query runs, the run is running (data or not) and the driver says it lives
+    every ``HEARTBEAT_S``; a failed write (the database restarting) is retried next beat."""
+    from django.db import connection
+
+    from webapp.runs.services import run_heartbeat_record, run_query_started
+
+    while not running.wait(0.2):
+        if ended.is_set():
+            return
+    record = run_query_started
+    while not ended.is_set():
+        try:
+            record(run_id=run_id, pid=os.getpid())
+            record = run_heartbeat_record
+        except Exception as error:  # noqa: BLE001 - a beat is retried, never fatal
+            log.warning("run %s: heartbeat not recorded (retried in %.0f s): %s",
+                        run_id, HEARTBEAT_S, error)
+            connection.close()
+        ended.wait(HEARTBEAT_S)
+    connection.close()
+
+
 def _on_sigterm(stop_requested: threading.Event, running: threading.Event):
     """SIGTERM stops a running query cleanly at its next check; before the query runs there
     is nothing to stop cleanly (Spark's start-up can take many seconds), so the driver leaves
@@ -99,6 +125,9 @@ def main(argv: list[str]) -> int:
     host = RunHost(run.pk)
     stop_requested, running = threading.Event(), threading.Event()
     signal.signal(signal.SIGTERM, _on_sigterm(stop_requested, running))
+    ended = threading.Event()
+    threading.Thread(target=_heartbeat, args=(run.pk, running, ended), daemon=True,
+                     name="heartbeat").start()
     log.info("run %s: starting %s on %s (restart %s)", run.pk, run.job.name,
              run.spark_master, run.restarts)
     try:
@@ -110,6 +139,8 @@ def main(argv: list[str]) -> int:
         failure = engine_gateway.failure_of_start(error, run.version.dag)
         log.exception("run %s: the run could not start: %s", run.pk, failure.describe())
         return _failed(run.pk, f"the run could not start: {failure.cause}", failure)
+    finally:
+        ended.set()  # the heartbeat ends with the query: an ended driver is never "running"
     log.info("run %s: driver ended %s", run.pk, status)
     if status == "suspended":
         return SUSPENDED  # the product is shutting down; the run resumes at its next start
@@ -129,6 +160,7 @@ def _failed(run_id: int, cause: str, failure) -> int:  # noqa: ANN001 - a RunFai
 
     driver_cause_record(run_dir(run_id), cause=cause, operator=failure.operator)
     return 1 if failure.retried else JOB_ERROR
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

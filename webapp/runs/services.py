@@ -184,6 +184,19 @@ def run_driver_recorded(*, run_id: int, pid: int, host: str) -> None:
     Run.objects.filter(pk=run_id).update(driver_pid=pid, driver_host=host)
 
 
+def run_heartbeat_record(*, run_id: int, pid: int) -> bool:
+    """The driver ``pid`` of the run is alive and its query runs; False (and nothing
+    recorded) for a driver the run no longer names, such as a predecessor shutting down."""
+    return bool(Run.objects.filter(pk=run_id, driver_pid=pid)
+                .update(driver_heartbeat_at=timezone.now()))
+
+
+def run_query_started(*, run_id: int, pid: int) -> None:
+    """The driver's query runs: the run is running from now on, whether data arrives or not."""
+    if run_heartbeat_record(run_id=run_id, pid=pid):
+        run_status_set(run_id=run_id, status=RunStatus.RUNNING)
+
+
 def _locked(run_id: int) -> Run:
     run = Run.objects.select_for_update().select_related("job").filter(pk=run_id).first()
     if run is None:

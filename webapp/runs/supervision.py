@@ -60,7 +60,7 @@ def _watch(run: Run) -> str | None:
     if run.status == RunStatus.STOPPING:
         return _watch_stopping(run, alive)
     if alive:
-        return _watch_first_epoch(run)
+        return _watch_query_start(run)
     ended = driver_end(run_dir(run.pk), pid=run.driver_pid)
     if ended is not None and ended.suspended:
         # A clean suspend (the product was stopped) is not a crash: resume, budget untouched.
@@ -98,9 +98,10 @@ def _seconds_since_crash(run: Run, ended: DriverEnd | None) -> float:
     return _seconds_since(run.driver_launched_at)
 
 
-def _watch_first_epoch(run: Run) -> str | None:
-    """A driver whose run shows no epoch long after its start is stuck: fail the run, naming
-    the wait and the driver's last word, and stop the driver."""
+def _watch_query_start(run: Run) -> str | None:
+    """A driver whose query has not started long after the driver's launch is stuck: fail
+    the run, naming the wait and the driver's last word, and stop the driver. Whether data
+    has come is not asked: a run whose query waits for data is running (idle)."""
     if run.status not in (RunStatus.STARTING, RunStatus.RECOVERING):
         return None
     waited = _seconds_since(run.driver_launched_at)
@@ -110,10 +111,10 @@ def _watch_first_epoch(run: Run) -> str | None:
     tail = log_tail(run_dir(run.pk) / "driver.log") or "(no output)"
     last = tail.splitlines()[-1]
     run_status_set(run_id=run.pk, status=RunStatus.FAILED, output=tail,
-                   detail=f"no epoch finished within {limit:.0f} s of the driver's start "
-                          f"(RUN_START_TIMEOUT_S); the driver's last output: {last}")
+                   detail=f"the query did not start within {limit:.0f} s of the driver's start "
+                          f"(RUN_START_TIMEOUT_S); not retried; the driver's last output: {last}")
     driver_signal(run.driver_pid, run.pk, signal.SIGKILL)
-    return "failed: no first epoch in time"
+    return "failed: the query did not start in time"
 
 
 def _seconds_since(moment) -> float:

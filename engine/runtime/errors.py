@@ -26,6 +26,11 @@ class UnsupportedJobError(StreamRuntimeError):
     """The job graph uses something this runtime cannot execute (named in the message)."""
 
 
+class DriverSuperseded(StreamRuntimeError):
+    """A later driver of the run has started: this one stops before its next epoch, so a
+    driver left behind (a zombie) never writes after its successor started."""
+
+
 class CommandRejected(StreamRuntimeError):
     """A reconfiguration command is invalid; the message is the reason sent back in the ack."""
 

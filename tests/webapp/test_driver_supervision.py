@@ -67,6 +67,17 @@ def _wait(predicate, *, timeout: float, what: str):
     raise AssertionError(f"waited {timeout:.0f} s for {what}")
 
 
+def _watch_until(predicate, *, timeout: float, what: str):
+    """Supervision passes, as the beat runs them, until ``predicate`` holds."""
+    from webapp.runs import supervision
+
+    def watched():
+        supervision.runs_watch()
+        return predicate()
+
+    return _wait(watched, timeout=timeout, what=what)
+
+
 def _fresh(run):
     run.refresh_from_db()
     return run
@@ -107,8 +118,9 @@ def test_suspend_and_resume_are_not_restarts_and_a_crash_is_named(var_dir, make_
         assert "StackOverflowError" not in _driver_log(run)
         assert "Exception in thread" not in _driver_log(run)
 
-        # The next start resumes the run: the watcher relaunches it without counting a crash.
-        _wait(lambda: supervision.runs_watch(), timeout=30, what="the resume")
+        # The next start resumes the run: the watcher relaunches it without counting a crash
+        # (once what the suspended driver left, its JVM, is gone).
+        _watch_until(lambda: _fresh(run).driver_pid != first_pid, timeout=60, what="the resume")
         resumed = _fresh(run)
         resumed_pid, epoch = resumed.driver_pid, resumed.current_epoch or 0
         assert resumed.restarts == 0 and resumed_pid != first_pid
@@ -118,7 +130,8 @@ def test_suspend_and_resume_are_not_restarts_and_a_crash_is_named(var_dir, make_
 
         # A crash is one: counted, and named by the signal that ended the driver.
         _kill_driver(run)
-        _wait(lambda: supervision.runs_watch(), timeout=30, what="the restart")
+        _watch_until(lambda: _fresh(run).driver_pid != resumed_pid, timeout=60,
+                     what="the restart")
         assert _fresh(run).restarts == 1
         assert _audit_reasons(run, "run.recovering") == [
             f"driver {resumed_pid} was killed by SIGKILL; a transient failure, restarting from "

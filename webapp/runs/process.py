@@ -111,6 +111,24 @@ def driver_signal(
     return True
 
 
+def group_leftovers(pgid: int | None, *, born_before: float) -> list[psutil.Process]:
+    """What is still alive of an ended driver's process group ``pgid`` (its JVM, Python
+    workers, the streaming source's runner): the group's processes born before
+    ``born_before`` (epoch seconds, the driver's end), so a later process that happens to
+    take the group's number is never counted, nor killed, as one of them."""
+    if not pgid:
+        return []
+    left = []
+    for process in psutil.process_iter(["create_time", "status"]):
+        try:
+            if (os.getpgid(process.pid) == pgid and process.info["create_time"] <= born_before
+                    and process.info["status"] != psutil.STATUS_ZOMBIE):
+                left.append(process)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return left
+
+
 def log_tail(path: Path, *, lines: int = 15) -> str:
     """The last lines of a driver log, for a failed run's cause."""
     try:

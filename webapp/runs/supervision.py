@@ -4,11 +4,13 @@ run at once, naming the operator and the cause, on the job's own error."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import time
 
+import psutil
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -16,13 +18,22 @@ from django.utils import timezone
 from webapp.config import BASE_DIR, database_url_of
 from webapp.jobs.models import ACTIVE_RUN_STATUSES, Run, RunStatus
 from webapp.runs.exits import DriverEnd, driver_end
-from webapp.runs.process import driver_alive, driver_signal, driver_spawn, log_tail
+from webapp.runs.process import (
+    driver_alive,
+    driver_signal,
+    driver_spawn,
+    group_leftovers,
+    log_tail,
+)
 from webapp.runs.restarts import RESET_AFTER_S, restart_policy_of_run
 from webapp.runs.services import run_dir, run_driver_recorded, run_status_set
 
 # Crashes further apart than this are not a crash loop: the restart count starts again.
 RESTART_WINDOW_S = RESET_AFTER_S
 STOP_GRACE_S = 60.0
+# How long an ended driver's process group may outlive it before the watcher kills what is left
+# (its reaper sends SIGTERM at once and SIGKILL after 10 s).
+GROUP_GONE_WAIT_S = 15.0
 
 
 def run_launch(*, run_id: int, resume: bool = False) -> str:
@@ -64,7 +75,7 @@ def _watch(run: Run) -> str | None:
     ended = driver_end(run_dir(run.pk), pid=run.driver_pid)
     if ended is not None and ended.suspended:
         # A clean suspend (the product was stopped) is not a crash: resume, budget untouched.
-        return run_launch(run_id=run.pk, resume=True)
+        return _predecessor_left(run, ended) or run_launch(run_id=run.pk, resume=True)
     how = f"driver {run.driver_pid} " + (ended.describe() if ended else "died")
     tail = log_tail(run_dir(run.pk) / "driver.log") or "(no output)"
     if ended is not None and ended.job_error:
@@ -84,10 +95,32 @@ def _watch(run: Run) -> str | None:
         return "failed"
     if _seconds_since_crash(run, ended) < delay:
         return None  # the back-off: retried once the delay since the crash has passed
+    left = _predecessor_left(run, ended)
+    if left:
+        return left
     Run.objects.filter(pk=run.pk).update(restarts=run.restarts + 1, driver_pid=None)
     run_status_set(run_id=run.pk, status=RunStatus.RECOVERING, output=tail,
                    detail=f"{how}; a transient failure, restarting from the checkpoint")
     return run_launch(run_id=run.pk)
+
+
+def _predecessor_left(run: Run, ended: DriverEnd | None) -> str | None:
+    """One driver per run, ever: while anything of the ended driver's process group lives
+    (a JVM still running its query would collide with a successor's on the checkpoint), no
+    successor starts. The reaper ends the group (SIGTERM, SIGKILL after 10 s); what is left
+    after ``GROUP_GONE_WAIT_S`` is killed here. None once the group is gone."""
+    born_before = ended.ended_at if ended is not None and ended.ended_at else time.time()
+    left = group_leftovers(run.driver_pid, born_before=born_before)
+    if not left:
+        return None
+    pids = ", ".join(str(process.pid) for process in left)
+    if _seconds_since_crash(run, ended) < GROUP_GONE_WAIT_S:
+        return f"waiting for what driver {run.driver_pid} left ({pids}) to end before a restart"
+    for process in left:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    return (f"killed what driver {run.driver_pid} left ({pids}), alive "
+            f"{GROUP_GONE_WAIT_S:.0f} s after it ended; restarting once it is gone")
 
 
 def _seconds_since_crash(run: Run, ended: DriverEnd | None) -> float:

@@ -31,7 +31,7 @@ from engine.policies.instances_in import plan_scale_in_instances
 from engine.runtime.control.channel import RedisControlChannel
 from engine.runtime.control.messages import Ack, CommandRequest
 from engine.runtime.control.run_config import describe, initial_config
-from engine.runtime.errors import failure_summary
+from engine.runtime.errors import RunFailure, failure_of, failure_summary
 from engine.runtime.operators.changes import logic_change_refused
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "ExpressionParserUnavailable",
     "JobGraph",
     "RedisControlChannel",
+    "RunFailure",
     "SinkTarget",
     "ValidationBudgetExceeded",
     "autoscale_decide",
@@ -54,6 +55,7 @@ __all__ = [
     "describe",
     "diff_plans",
     "document_in_order",
+    "failure_of",
     "failure_summary",
     "initial_config",
     "logic_change_refused",

@@ -147,7 +147,8 @@ _SOURCES = (
         params=(
             _p("path", "data_path", required=True, doc="folder inside the data folder"),
             _p("format", "file_format", required=True),
-            _p("schema", "schema", doc="column -> type; needed for column checks downstream"),
+            # Required: Spark's file stream reads with a given schema (it infers none).
+            _p("schema", "schema", required=True, doc="column -> type of the files' rows"),
             _p("max_files_per_trigger", "positive_int", doc="files per epoch; omitted = all new"),
         ),
         doc="New files of a directory (JSON, CSV or Parquet).",
@@ -200,7 +201,9 @@ _OPERATORS = (
     OperatorType(
         "window_aggregate", "operator", "keyed", "any",
         params=(
-            _p("key", "columns", doc="group-by columns; omitted or [] = one global group"),
+            # Required: the runtime partitions a window's state by key group, and a global
+            # aggregate (no key) has no runtime to run it.
+            _p("key", "columns", required=True, doc="group-by columns, one or more"),
             _p("time", "column", required=True, doc="event-time column (timestamp)"),
             _p("window", "interval", required=True),
             _p("slide", "interval", doc="sliding windows; omitted = tumbling"),

@@ -163,8 +163,10 @@ def _short(text: str, limit: int = 120) -> str:
 
 
 def _columns(value: Any) -> str | None:
-    if not isinstance(value, list) or len(value) > MAX_ENTRIES or any(_column(v) for v in value):
-        return f"must be a list of at most {MAX_ENTRIES} column names, got {value!r}"
+    # Every list of columns is a key: the runtime partitions state by it, so it needs one.
+    if not isinstance(value, list) or not value or len(value) > MAX_ENTRIES or any(
+            _column(v) for v in value):
+        return f"must be a list of 1 to {MAX_ENTRIES} column names, got {value!r}"
     if len(set(value)) != len(value):
         return f"lists a column twice: {value!r}"
     return None

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from engine.dag import JobGraph, output_columns, parse_job_graph
 from engine.dag.catalog import OPERATOR_TYPES
 from engine.dag.expressions import expression_problems
 from engine.dag.syntax import interval_seconds
+from engine.errors import DagValidationError
 from tests.engine.builders import document
 
 
@@ -41,11 +44,14 @@ def test_rate_source_and_join_columns() -> None:
     assert set(output_columns(graph)["j"]) >= {"user_id", "event_time", "amount"}
 
 
-def test_file_source_without_schema_skips_column_checks() -> None:
+def test_a_file_source_needs_its_schema() -> None:
+    # Spark's file stream infers no schema: the catalog asks for it, as the runtime does.
     doc = document([("files", "d"), ("d", "out")],
                    {"files": "source.files", "d": "dedupe", "out": "sink.memory"})
     doc["operators"][0]["params"] = {"path": "data/in", "format": "json"}
-    assert output_columns(parse_job_graph(doc))["d"] == {}
+    with pytest.raises(DagValidationError) as refused:
+        parse_job_graph(doc)
+    assert "operator 'files': missing required param 'schema'" in str(refused.value)
 
 
 def test_catalog_declares_state_and_roles() -> None:

@@ -134,18 +134,28 @@ def test_union_inputs_must_agree() -> None:
 
 def test_parallelism_limits(campaign_doc: dict) -> None:
     campaign_doc["operators"][1]["parallelism"] = 0
-    campaign_doc["operators"][2]["params"]["key"] = []
-    campaign_doc["operators"][2]["parallelism"] = 2
     found = problems_of(campaign_doc)
     assert "operator 'views': parallelism must be an integer >= 1, got 0" in found
-    assert any(p.startswith("operator 'counts': parallelism 2 not allowed: global state")
-               for p in found)
 
 
-def test_global_aggregate_with_parallelism_one_is_valid(campaign_doc: dict) -> None:
-    campaign_doc["operators"][2]["params"]["key"] = []
-    campaign_doc["operators"][2]["parallelism"] = 1
-    assert parse_job_graph(campaign_doc).operator("counts").params["key"] == []
+@pytest.mark.parametrize("op_type", ["window_aggregate", "dedupe", "join"])
+def test_a_keyed_operator_needs_a_key(op_type: str) -> None:
+    # The runtime partitions every keyed operator's state by its key: a keyless one (a global
+    # aggregate) would pass the checks and fail in the driver, so the checks refuse it.
+    params = {"time": "event_time", "window": "10 seconds", "aggregates": {"n": "count(*)"}} \
+        if op_type == "window_aggregate" else {"time": "event_time", "within": "10 seconds"}
+    inputs = 2 if op_type == "join" else 1
+    ops = [{"id": f"s{n}", "type": "source.generator", "params": {"rows_per_second": 1}}
+           for n in range(inputs)]
+    ops += [{"id": "k", "type": op_type, "params": params},
+            {"id": "out", "type": "sink.memory", "params": {}}]
+    doc = {"name": "keyless", "operators": ops,
+           "edges": [*({"from": f"s{n}", "to": "k"} for n in range(inputs)),
+                     {"from": "k", "to": "out"}]}
+    assert "operator 'k': missing required param 'key'" in problems_of(doc)
+    params["key"] = []
+    assert any(p.startswith("operator 'k': param 'key': must be a list of 1 to")
+               for p in problems_of(doc))
 
 
 def test_sliding_window_longer_slide_rejected(campaign_doc: dict) -> None:

@@ -33,6 +33,7 @@ from webapp.autoscaling.services import autoscale_configure
 from webapp.reconfigurations.requests import ReconfigurationBody
 from webapp.reconfigurations.services import reconfiguration_preview, reconfiguration_request
 from webapp.runs import selectors
+from webapp.runs.restarts import restart_policy_of
 from webapp.runs.services import run_start, run_stop
 
 router = ApiRouter(tags=["runs"])
@@ -58,11 +59,15 @@ def run_list(request: HttpRequest, id: PathId, paging: Query[PageQuery]):
 
 
 @router.post("/jobs/{id:id}/runs", response=answers(202, RunAcceptedOut, 400, 404, 409, 413),
-             summary="start a run of a version {version?} (the latest by default)",
+             summary="start a run of a version {version?} (the latest by default), restarted "
+                     "after a crash as {restart?: {strategy, attempts?, delay_s?}} says",
              auth=requires(Permission.OPERATE_RUNS))
 def run_start_view(request: HttpRequest, id: PathId, body: OptionalRunStart = None):
+    asked = body.restart if body else None
+    restart = restart_policy_of(strategy=asked.strategy, attempts=asked.attempts,
+                                delay_s=asked.delay_s) if asked else None
     run = run_start(job_id=id, version=body.version if body else None, actor=request.user,
-                    trigger=trigger_of(request))
+                    trigger=trigger_of(request), restart=restart)
     return Status(202, {"run_id": run.pk, "status": run.status})
 
 

@@ -15,8 +15,9 @@ from pydantic import ConfigDict, Field, PlainValidator, create_model
 
 from webapp import engine_gateway
 from webapp.accounts.roles import Role
-from webapp.jobs.models import AutoscaleMode, ReconfigurationStatus, RunStatus
+from webapp.jobs.models import AutoscaleMode, ReconfigurationStatus, RestartStrategy, RunStatus
 from webapp.reconfigurations.requests import MAX_INSTANCES
+from webapp.runs import restarts
 
 MAX_ID = 2**63 - 1
 MAX_STRING = 1000
@@ -110,8 +111,24 @@ class SinkTargetHandOverIn(_Body):
     reason: str = Field(min_length=1, max_length=500, description="why: kept in the history")
 
 
+class RestartIn(_Body):
+    """How the run's driver is restarted after a transient failure (a job's own error is
+    never retried)."""
+
+    strategy: Literal[tuple(RestartStrategy.values)] = Field(  # type: ignore[valid-type]
+        RestartStrategy.EXPONENTIAL,
+        description="exponential: 1 s doubling to 60 s, no attempt limit; fixed: `attempts` "
+                    "restarts `delay_s` apart; none: the first crash fails the run")
+    attempts: int | None = Field(None, ge=0, le=restarts.MAX_ATTEMPTS,
+                                 description=f"fixed only (default {restarts.FIXED_ATTEMPTS})")
+    delay_s: float | None = Field(None, ge=0, le=restarts.MAX_DELAY_S,
+                                  description=f"fixed only (default {restarts.FIXED_DELAY_S:g})")
+
+
 class RunStartIn(_Body):
     version: WholeId | None = Field(None, description="the version to run; the latest by default")
+    restart: RestartIn | None = Field(None, description="the restart strategy; exponential "
+                                                        "by default")
 
 
 class RunStopIn(_Body):
@@ -309,6 +326,12 @@ class AutoscaleStateOut(Schema):
     proposal: dict[str, Any] | None
 
 
+class RestartOut(Schema):
+    strategy: Literal[tuple(RestartStrategy.values)]  # type: ignore[valid-type]
+    attempts: int | None
+    delay_s: float | None
+
+
 class RunOut(Schema):
     id: int
     job: int
@@ -323,6 +346,10 @@ class RunOut(Schema):
     started_at: Timestamp | None
     stopped_at: Timestamp | None
     autoscale: AutoscaleStateOut
+    restart: RestartOut
+    heartbeat_at: Timestamp | None = Field(description="the driver's last sign of life")
+    activity: str | None = Field(description="of a running run: processing, idle: waiting "
+                                             "for data, or driver silent for N s")
     metrics: EpochOut | dict[str, Any]
 
 

@@ -51,6 +51,7 @@ from webapp.engine_gateway.runs import (
     Ack,
     control_send,
     control_stop,
+    failure_of_start,
     run_driver,
 )
 
@@ -76,6 +77,7 @@ __all__ = [
     "dag_state_kinds",
     "dag_with_secrets",
     "document_limits",
+    "failure_of_start",
     "load_decide",
     "operator_catalog",
     "parser_warm",

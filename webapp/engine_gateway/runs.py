@@ -13,7 +13,8 @@ from engine.api import (
     Ack,
     CommandRequest,
     RedisControlChannel,
-    failure_summary,
+    RunFailure,
+    failure_of,
 )
 
 __all__ = ["CONTROL_PREFIX", "Ack", "control_send", "control_stop", "run_driver"]
@@ -55,9 +56,11 @@ def _control_redis(url: str):
 def run_driver(
     *, document: dict[str, Any], run_id: int, checkpoint: str, master: str, host: Any,
     stop_requested: Any, running: Any = None,
-) -> tuple[str, str]:
+) -> tuple[str, RunFailure | None]:
     """Run a job on Spark in this process until it ends; returns its status and, for a failure,
-    the cause in one line. The status is "stopped" (asked through the control channel),
+    the failure classified (``RunFailure``: transient, or the job's own error naming its
+    operator). An error raised while the run starts is raised as it is (see
+    ``failure_of_start``). The status is "stopped" (asked through the control channel),
     "failed", or "suspended" (when `stop_requested` was set: the query stops cleanly after its
     epoch in progress and the run resumes from its checkpoint when a driver starts again).
 
@@ -79,9 +82,15 @@ def run_driver(
     while True:
         status = run.wait(timeout_s=0.5)
         if status == "failed" and run.error is not None:
-            return status, failure_summary(run.error)
+            return status, failure_of(run.error, document.get("operators") or ())
         if status in ("stopped", "failed"):
-            return status, ""
+            return status, None
         if stop_requested.is_set():
             stop_run(run)
-            return "suspended", ""
+            return "suspended", None
+
+
+def failure_of_start(error: BaseException, document: dict[str, Any]) -> RunFailure:
+    """An error raised while a run started (an expression or path refused, a source Spark
+    cannot analyse, a JVM that did not come up), classified like a failed query's."""
+    return failure_of(error, document.get("operators") or ())

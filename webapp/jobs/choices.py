@@ -16,6 +16,12 @@ class RunStatus(models.TextChoices):
     RECOVERING = "recovering"
 
 
+class RestartStrategy(models.TextChoices):
+    EXPONENTIAL = "exponential"  # 1 s doubling to 60 s, no attempt limit
+    FIXED = "fixed"  # a number of attempts, a fixed delay apart
+    NONE = "none"  # the first crash fails the run
+
+
 class AutoscaleMode(models.TextChoices):
     OFF = "off"
     RECOMMEND = "recommend"

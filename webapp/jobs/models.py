@@ -10,13 +10,14 @@ from webapp.jobs.choices import (
     AutoscaleMode,
     ReconfigurationKind,
     ReconfigurationStatus,
+    RestartStrategy,
     RunStatus,
     Trigger,
 )
 
 __all__ = [
     "ACTIVE_RUN_STATUSES", "AutoscaleMode", "ReconfigurationKind", "ReconfigurationStatus",
-    "RunStatus", "Trigger",
+    "RestartStrategy", "RunStatus", "Trigger",
 ]
 
 
@@ -82,6 +83,9 @@ class Run(models.Model):
     driver_pid = models.IntegerField(null=True, blank=True)
     driver_host = models.CharField(max_length=200, blank=True)
     driver_launched_at = models.DateTimeField(null=True, blank=True)
+    # The driver's last sign of life once its query runs (webapp.runs.driver): a run is alive
+    # by its driver, not by its data, so an idle source is no failure.
+    driver_heartbeat_at = models.DateTimeField(null=True, blank=True)
     checkpoint_location = models.CharField(max_length=500)
     # Instances per operator as the driver last acknowledged them (what is true now).
     parallelism = models.JSONField(default=dict)
@@ -93,6 +97,12 @@ class Run(models.Model):
     target_dag = models.JSONField(default=dict)
     current_epoch = models.BigIntegerField(null=True, blank=True)
     restarts = models.PositiveIntegerField(default=0)
+    # How a crashed driver is restarted (webapp.runs.restarts); a job's own error never is.
+    restart_strategy = models.CharField(
+        max_length=16, choices=RestartStrategy.choices, default=RestartStrategy.EXPONENTIAL
+    )
+    restart_attempts = models.PositiveIntegerField(null=True, blank=True)  # fixed only
+    restart_delay_s = models.FloatField(null=True, blank=True)  # fixed only
     failure_reason = models.TextField(blank=True)
     started_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"

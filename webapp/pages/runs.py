@@ -28,6 +28,8 @@ from webapp.reconfigurations import selectors as reconfiguration_selectors
 from webapp.reconfigurations.requests import MAX_REASON
 from webapp.reconfigurations.services import RECONFIGURABLE
 from webapp.runs import inspection
+from webapp.runs.restarts import restart_policy_of_run
+from webapp.runs.selectors import run_activity_of
 from webapp.runs.services import MAX_STOP_REASON, run_start, run_stop
 
 
@@ -54,6 +56,8 @@ def run_detail(request, run_id: int):
         "reason_max": MAX_REASON,
         "stop_reason_max": MAX_STOP_REASON,
         "plan_version": reconfiguration_selectors.run_plan_version(run=run),
+        "restart_strategy": restart_policy_of_run(run).describe(),
+        "activity": run_activity_of(run=run),
     }
     if can_operate and context["live"]:
         context["changes"] = run_change_panels(run=run)

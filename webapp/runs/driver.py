@@ -66,6 +66,32 @@ def _fresh_connection_after_failure() -> Iterator[None]:
         raise
 
 
+HEARTBEAT_S = 5.0
+
+
+def _heartbeat(run_id: int, running: threading.Event, ended: threading.Event) -> None:
+    """Once the query runs, the run is running (data or not) and the driver says it lives
+    every ``HEARTBEAT_S``; a failed write (the database restarting) is retried next beat."""
+    from django.db import connection
+
+    from webapp.runs.services import run_heartbeat_record, run_query_started
+
+    while not running.wait(0.2):
+        if ended.is_set():
+            return
+    record = run_query_started
+    while not ended.is_set():
+        try:
+            record(run_id=run_id, pid=os.getpid())
+            record = run_heartbeat_record
+        except Exception as error:  # noqa: BLE001 - a beat is retried, never fatal
+            log.warning("run %s: heartbeat not recorded (retried in %.0f s): %s",
+                        run_id, HEARTBEAT_S, error)
+            connection.close()
+        ended.wait(HEARTBEAT_S)
+    connection.close()
+
+
 def _on_sigterm(stop_requested: threading.Event, running: threading.Event):
     """SIGTERM stops a running query cleanly at its next check; before the query runs there
     is nothing to stop cleanly (Spark's start-up can take many seconds), so the driver leaves
@@ -90,9 +116,8 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("REDIS_URL", settings.REDIS_URL)
     from webapp import engine_gateway
     from webapp.jobs.models import RunStatus
-    from webapp.runs.exits import SUSPENDED, driver_cause_record
+    from webapp.runs.exits import SUSPENDED
     from webapp.runs.selectors import run_get
-    from webapp.runs.services import run_dir
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -103,26 +128,41 @@ def main(argv: list[str]) -> int:
     host = RunHost(run.pk)
     stop_requested, running = threading.Event(), threading.Event()
     signal.signal(signal.SIGTERM, _on_sigterm(stop_requested, running))
+    ended = threading.Event()
+    threading.Thread(target=_heartbeat, args=(run.pk, running, ended), daemon=True,
+                     name="heartbeat").start()
     log.info("run %s: starting %s on %s (restart %s)", run.pk, run.job.name,
              run.spark_master, run.restarts)
     try:
-        status, cause = engine_gateway.run_driver(
+        status, failure = engine_gateway.run_driver(
             document=run.version.dag, run_id=run.pk, checkpoint=run.checkpoint_location,
             master=run.spark_master, host=host, stop_requested=stop_requested, running=running,
         )
     except Exception as error:
-        first = (str(error).strip().splitlines() or [""])[0][:400]
-        driver_cause_record(run_dir(run.pk), cause=f"{type(error).__name__}: {first}")
-        raise
+        failure = engine_gateway.failure_of_start(error, run.version.dag)
+        log.exception("run %s: the run could not start: %s", run.pk, failure.describe())
+        return _failed(run.pk, f"the run could not start: {failure.cause}", failure)
+    finally:
+        ended.set()  # the heartbeat ends with the query: an ended driver is never "running"
     log.info("run %s: driver ended %s", run.pk, status)
     if status == "suspended":
         return SUSPENDED  # the product is shutting down; the run resumes at its next start
     if status == "stopped":
         host.run_status(str(run.pk), RunStatus.STOPPED)
         return 0
-    log.error("run %s: the query failed: %s", run.pk, cause)
-    driver_cause_record(run_dir(run.pk), cause=f"the query failed: {cause}")
-    return 1
+    assert failure is not None
+    log.error("run %s: the query failed: %s", run.pk, failure.describe())
+    return _failed(run.pk, f"the query failed: {failure.cause}", failure)
+
+
+def _failed(run_id: int, cause: str, failure) -> int:  # noqa: ANN001 - a RunFailure
+    """Records the failure for the watcher and returns the exit status that tells it whether
+    to restart: ``JOB_ERROR`` for the job's own error, 1 for a transient one."""
+    from webapp.runs.exits import JOB_ERROR, driver_cause_record
+    from webapp.runs.services import run_dir
+
+    driver_cause_record(run_dir(run_id), cause=cause, operator=failure.operator)
+    return 1 if failure.retried else JOB_ERROR
 
 
 if __name__ == "__main__":

@@ -18,15 +18,26 @@ from pathlib import Path
 EXIT_FILE = "driver-exit.json"
 CAUSE_FILE = "driver-cause.json"
 SUSPENDED = 0  # the exit status of a driver that suspended its run cleanly
+# The exit status of a driver that ended on the job's own error (``RunFailure.kind`` "job"):
+# its watcher fails the run at once instead of restarting it. Any other end is transient.
+JOB_ERROR = 3
 
 
 @dataclass(frozen=True)
 class DriverEnd:
-    """A driver's exit status (negative: the signal that killed it) and its own cause."""
+    """A driver's exit status (negative: the signal that killed it), its own cause, the
+    operator that cause arose in, and when it ended (epoch seconds, as the reaper saw it)."""
 
     pid: int
     code: int | None
     cause: str = ""
+    operator: str | None = None
+    ended_at: float | None = None
+
+    @property
+    def job_error(self) -> bool:
+        """The driver ended on the job's own error: a restart would meet it again."""
+        return self.code == JOB_ERROR
 
     @property
     def suspended(self) -> bool:
@@ -44,9 +55,9 @@ class DriverEnd:
         return f"{how}: {self.cause}" if self.cause else how
 
 
-def driver_cause_record(folder: Path, *, cause: str) -> None:
+def driver_cause_record(folder: Path, *, cause: str, operator: str | None = None) -> None:
     """Written by the driver itself, before it exits on a failure."""
-    _write(folder / CAUSE_FILE, {"pid": os.getpid(), "cause": cause})
+    _write(folder / CAUSE_FILE, {"pid": os.getpid(), "cause": cause, "operator": operator})
 
 
 def driver_end(folder: Path, *, pid: int | None, wait_s: float = 2.0) -> DriverEnd | None:
@@ -64,7 +75,11 @@ def driver_end(folder: Path, *, pid: int | None, wait_s: float = 2.0) -> DriverE
         return None
     code = exit_record.get("code") if exit_record else None
     cause = str(cause_record.get("cause", "")) if cause_record else ""
-    return DriverEnd(pid=pid, code=code if isinstance(code, int) else None, cause=cause)
+    operator = cause_record.get("operator") if cause_record else None
+    at = exit_record.get("at") if exit_record else None
+    return DriverEnd(pid=pid, code=code if isinstance(code, int) else None, cause=cause,
+                     operator=operator if isinstance(operator, str) else None,
+                     ended_at=float(at) if isinstance(at, int | float) else None)
 
 
 def _signal_name(number: int) -> str:

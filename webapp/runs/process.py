@@ -27,8 +27,9 @@ _SPAWN = (
 
 # The reaper (stdlib only: it lives as long as the driver) starts the driver in a session of
 # its own, prints its pid, waits for it and records its exit status (negative: the signal),
-# so the watcher can tell a clean suspend from a crash and name what ended the driver. Its
-# command line does not hold the driver module: only the driver matches `driver_alive`.
+# and when, so the watcher can tell a clean suspend from a crash, name what ended the driver
+# and time its restart's back-off from the crash. Its command line does not hold the driver
+# module: only the driver matches `driver_alive`.
 # Then it ends what the driver left in its process group: Spark's JVM outlives a driver
 # killed while the JVM was starting (it never reached its watch on the driver's pipe). It
 # gets SIGTERM, so its shutdown hooks remove its temporary files, and SIGKILL after 10 s.
@@ -45,10 +46,10 @@ _REAPER = (
     "print(p.pid, flush=True)\n"
     "os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n"
     "code = p.wait()\n"
-    "tmp = exit_path + '.tmp'\n"
-    "open(tmp, 'w').write(json.dumps({'pid': p.pid, 'code': code}))\n"
-    "os.replace(tmp, exit_path)\n"
     "import time\n"
+    "tmp = exit_path + '.tmp'\n"
+    "open(tmp, 'w').write(json.dumps({'pid': p.pid, 'code': code, 'at': time.time()}))\n"
+    "os.replace(tmp, exit_path)\n"
     "for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 0.0)):\n"
     "    try:\n"
     "        os.killpg(p.pid, sig)\n"
@@ -108,6 +109,24 @@ def driver_signal(
     except ProcessLookupError:
         return False
     return True
+
+
+def group_leftovers(pgid: int | None, *, born_before: float) -> list[psutil.Process]:
+    """What is still alive of an ended driver's process group ``pgid`` (its JVM, Python
+    workers, the streaming source's runner): the group's processes born before
+    ``born_before`` (epoch seconds, the driver's end), so a later process that happens to
+    take the group's number is never counted, nor killed, as one of them."""
+    if not pgid:
+        return []
+    left = []
+    for process in psutil.process_iter(["create_time", "status"]):
+        try:
+            if (os.getpgid(process.pid) == pgid and process.info["create_time"] <= born_before
+                    and process.info["status"] != psutil.STATUS_ZOMBIE):
+                left.append(process)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return left
 
 
 def log_tail(path: Path, *, lines: int = 15) -> str:

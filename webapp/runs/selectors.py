@@ -5,9 +5,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.utils import timezone
+
 from webapp.errors import NotFound
 from webapp.jobs.metrics import KEYED_OPERATOR_FIELDS
-from webapp.jobs.models import Job, JobVersion, OperatorEpoch, Reconfiguration, Run, RunEpoch
+from webapp.jobs.models import (
+    Job,
+    JobVersion,
+    OperatorEpoch,
+    Reconfiguration,
+    Run,
+    RunEpoch,
+    RunStatus,
+)
+from webapp.runs.restarts import restart_policy_of_run
 from webapp.written_once import epoch_answers
 
 
@@ -33,7 +44,8 @@ def run_answer_get(*, run_id: int) -> Run:
 _RUN_ANSWER_COLUMNS = (
     "id", "job_id", "version_id", "status", "current_epoch", "parallelism", "assignment",
     "spark_master", "restarts", "failure_reason", "created_at", "started_at", "stopped_at",
-    "autoscale_mode", "autoscale_proposal")
+    "autoscale_mode", "autoscale_proposal", "restart_strategy", "restart_attempts",
+    "restart_delay_s", "driver_heartbeat_at")
 _RUN_ANSWER_SQL = (
     f"SELECT {', '.join('r.' + c for c in _RUN_ANSWER_COLUMNS)}, v.number AS version_number "
     f'FROM "{Run._meta.db_table}" r JOIN "{JobVersion._meta.db_table}" v ON v.id = r.version_id '
@@ -58,6 +70,7 @@ def run_summary_as_json(run: Run) -> dict[str, Any]:
 
 
 def run_as_json(run: Run) -> dict[str, Any]:
+    metrics = run_latest_metrics(run=run)
     return {
         "id": run.pk,
         "job": run.job_id,
@@ -72,8 +85,38 @@ def run_as_json(run: Run) -> dict[str, Any]:
         "started_at": _iso(run.started_at),
         "stopped_at": _iso(run.stopped_at),
         "autoscale": {"mode": run.autoscale_mode, "proposal": run.autoscale_proposal or None},
-        "metrics": run_latest_metrics(run=run),
+        "restart": restart_policy_of_run(run).as_json(),
+        "heartbeat_at": _iso(run.driver_heartbeat_at),
+        "activity": run_activity(run=run, last_epoch_at=metrics.get("at")),
+        "metrics": metrics,
     }
+
+
+# A running run with no epoch this long is idle: its sources have nothing new (Spark runs a
+# micro-batch only for new data), which is no fault.
+IDLE_AFTER_S = 30.0
+# A driver that has not said it lives for this long (six beats) is named as silent.
+HEARTBEAT_SILENT_S = 30.0
+
+
+def run_activity(*, run: Run, last_epoch_at: str | None) -> str | None:
+    """What a running run is doing: "processing", "idle: waiting for data", or that its
+    driver has gone silent; None for a run that is not running."""
+    if run.status != RunStatus.RUNNING:
+        return None
+    now = timezone.now()
+    beat = run.driver_heartbeat_at
+    if beat is not None and (now - beat).total_seconds() > HEARTBEAT_SILENT_S:
+        return f"driver silent for {(now - beat).total_seconds():.0f} s"
+    if last_epoch_at is None or (
+            now - datetime.fromisoformat(last_epoch_at)).total_seconds() > IDLE_AFTER_S:
+        return "idle: waiting for data"
+    return "processing"
+
+
+def run_activity_of(*, run: Run) -> str | None:
+    """``run_activity`` with the run's latest epoch looked up."""
+    return run_activity(run=run, last_epoch_at=run_latest_metrics(run=run).get("at"))
 
 
 def run_latest_metrics(*, run: Run) -> dict[str, Any]:

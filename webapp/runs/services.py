@@ -19,6 +19,7 @@ from webapp.jobs.models import ACTIVE_RUN_STATUSES, Job, Run, RunStatus, Trigger
 from webapp.jobs.selectors import job_version_get
 from webapp.jobs.services import job_check_not_archived, job_sink_targets_claim
 from webapp.live.events import job_event_publish
+from webapp.runs.restarts import RestartPolicy
 
 FINAL_STATUSES = (RunStatus.STOPPED, RunStatus.FAILED)
 
@@ -28,10 +29,13 @@ def run_dir(run_id: int) -> Path:
     return Path(settings.VAR_DIR) / "runs" / str(run_id)
 
 
-def run_start(*, job_id: int, version: int | None, actor, trigger: str) -> Run:
-    """Record a run of a version (the latest by default) and enqueue its launch."""
+def run_start(*, job_id: int, version: int | None, actor, trigger: str,
+              restart: RestartPolicy | None = None) -> Run:
+    """Record a run of a version (the latest by default), restarted after a crash as
+    ``restart`` says (exponential back-off without end by default), and enqueue its launch."""
     from webapp.runs.tasks import run_launch
 
+    restart = restart or RestartPolicy()
     with transaction.atomic():
         job = Job.objects.select_for_update().filter(pk=job_id).first()
         if job is None:
@@ -51,13 +55,15 @@ def run_start(*, job_id: int, version: int | None, actor, trigger: str) -> Run:
             spark_master=settings.SPARK_MASTER, checkpoint_location="", started_by=actor,
             parallelism=engine_gateway.dag_parallelism(job_version.dag),
             assignment=engine_gateway.dag_assignment(job_version.dag),
-            target_dag=job_version.dag,
+            target_dag=job_version.dag, restart_strategy=restart.strategy,
+            restart_attempts=restart.attempts, restart_delay_s=restart.delay_s,
         )
         run.checkpoint_location = str(run_dir(run.pk) / "checkpoint")
         run.save(update_fields=["checkpoint_location"])
         audit_record(
             actor=actor, trigger=trigger, action="run.started", subject=run,
-            outcome="requested", details={"version": job_version.number},
+            outcome="requested",
+            details={"version": job_version.number, "restart": restart.as_json()},
         )
         # Registered first: with Redis down the launch fails the run before anything else.
         transaction.on_commit(lambda: _enqueue_launch(run_launch, run.pk))
@@ -178,6 +184,19 @@ def first_line(text: str) -> str:
 
 def run_driver_recorded(*, run_id: int, pid: int, host: str) -> None:
     Run.objects.filter(pk=run_id).update(driver_pid=pid, driver_host=host)
+
+
+def run_heartbeat_record(*, run_id: int, pid: int) -> bool:
+    """The driver ``pid`` of the run is alive and its query runs; False (and nothing
+    recorded) for a driver the run no longer names, such as a predecessor shutting down."""
+    return bool(Run.objects.filter(pk=run_id, driver_pid=pid)
+                .update(driver_heartbeat_at=timezone.now()))
+
+
+def run_query_started(*, run_id: int, pid: int) -> None:
+    """The driver's query runs: the run is running from now on, whether data arrives or not."""
+    if run_heartbeat_record(run_id=run_id, pid=pid):
+        run_status_set(run_id=run_id, status=RunStatus.RUNNING)
 
 
 def _locked(run_id: int) -> Run:

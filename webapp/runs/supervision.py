@@ -1,27 +1,39 @@
 """Driver supervision: launch a run's driver, notice within seconds when it dies, restart it
-from its checkpoint a bounded number of times, then fail the run with the cause."""
+from its checkpoint as the run's restart strategy says after a transient failure, and fail the
+run at once, naming the operator and the cause, on the job's own error."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import time
 
+import psutil
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from webapp.config import BASE_DIR, database_url_of
 from webapp.jobs.models import ACTIVE_RUN_STATUSES, Run, RunStatus
-from webapp.runs.exits import driver_end
-from webapp.runs.process import driver_alive, driver_signal, driver_spawn, log_tail
+from webapp.runs.exits import DriverEnd, driver_end
+from webapp.runs.process import (
+    driver_alive,
+    driver_signal,
+    driver_spawn,
+    group_leftovers,
+    log_tail,
+)
+from webapp.runs.restarts import RESET_AFTER_S, restart_policy_of_run
 from webapp.runs.services import run_dir, run_driver_recorded, run_status_set
 
-MAX_RESTARTS = 5
-# Crashes further apart than this are not a crash loop: the restart budget starts again.
-RESTART_WINDOW_S = 600.0
+# Crashes further apart than this are not a crash loop: the restart count starts again.
+RESTART_WINDOW_S = RESET_AFTER_S
 STOP_GRACE_S = 60.0
+# How long an ended driver's process group may outlive it before the watcher kills what is left
+# (its reaper sends SIGTERM at once and SIGKILL after 10 s).
+GROUP_GONE_WAIT_S = 15.0
 
 
 def run_launch(*, run_id: int, resume: bool = False) -> str:
@@ -59,32 +71,70 @@ def _watch(run: Run) -> str | None:
     if run.status == RunStatus.STOPPING:
         return _watch_stopping(run, alive)
     if alive:
-        return _watch_first_epoch(run)
+        return _watch_query_start(run)
     ended = driver_end(run_dir(run.pk), pid=run.driver_pid)
     if ended is not None and ended.suspended:
         # A clean suspend (the product was stopped) is not a crash: resume, budget untouched.
-        return run_launch(run_id=run.pk, resume=True)
-    since_launch = _seconds_since(run.driver_launched_at)
-    if since_launch > RESTART_WINDOW_S and run.restarts:
-        run.restarts = 0
-    elif since_launch < _backoff_s(run.restarts):
-        return None  # a driver that dies at once is retried after 1, 2, 4, 8... seconds
+        return _predecessor_left(run, ended) or run_launch(run_id=run.pk, resume=True)
     how = f"driver {run.driver_pid} " + (ended.describe() if ended else "died")
     tail = log_tail(run_dir(run.pk) / "driver.log") or "(no output)"
-    if run.restarts >= MAX_RESTARTS:
+    if ended is not None and ended.job_error:
+        # The job's own error recurs on the same data and plan: a restart only spends time.
+        where = f"operator {ended.operator!r}: " if ended.operator else ""
         run_status_set(run_id=run.pk, status=RunStatus.FAILED, output=tail,
-                       detail=f"{how}; {run.restarts + 1} crashes, more than the {MAX_RESTARTS} "
-                              f"restarts allowed within {RESTART_WINDOW_S / 60:.0f} minutes")
+                       detail=f"{where}{how}; the job's own error, not retried")
+        return "failed: the job's own error"
+    if _seconds_since(run.driver_launched_at) > RESTART_WINDOW_S and run.restarts:
+        run.restarts = 0  # up long enough: no crash loop, the count and back-off start again
+    policy = restart_policy_of_run(run)
+    delay = policy.delay_before(run.restarts + 1)
+    if delay is None:
+        run_status_set(run_id=run.pk, status=RunStatus.FAILED, output=tail,
+                       detail=f"{how}; not restarted: {run.restarts + 1} crashes in a row, more "
+                              f"than its restart strategy allows ({policy.describe()})")
         return "failed"
+    if _seconds_since_crash(run, ended) < delay:
+        return None  # the back-off: retried once the delay since the crash has passed
+    left = _predecessor_left(run, ended)
+    if left:
+        return left
     Run.objects.filter(pk=run.pk).update(restarts=run.restarts + 1, driver_pid=None)
     run_status_set(run_id=run.pk, status=RunStatus.RECOVERING, output=tail,
-                   detail=f"{how}; restarting from the checkpoint")
+                   detail=f"{how}; a transient failure, restarting from the checkpoint")
     return run_launch(run_id=run.pk)
 
 
-def _watch_first_epoch(run: Run) -> str | None:
-    """A driver whose run shows no epoch long after its start is stuck: fail the run, naming
-    the wait and the driver's last word, and stop the driver."""
+def _predecessor_left(run: Run, ended: DriverEnd | None) -> str | None:
+    """One driver per run, ever: while anything of the ended driver's process group lives
+    (a JVM still running its query would collide with a successor's on the checkpoint), no
+    successor starts. The reaper ends the group (SIGTERM, SIGKILL after 10 s); what is left
+    after ``GROUP_GONE_WAIT_S`` is killed here. None once the group is gone."""
+    born_before = ended.ended_at if ended is not None and ended.ended_at else time.time()
+    left = group_leftovers(run.driver_pid, born_before=born_before)
+    if not left:
+        return None
+    pids = ", ".join(str(process.pid) for process in left)
+    if _seconds_since_crash(run, ended) < GROUP_GONE_WAIT_S:
+        return f"waiting for what driver {run.driver_pid} left ({pids}) to end before a restart"
+    for process in left:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    return (f"killed what driver {run.driver_pid} left ({pids}), alive "
+            f"{GROUP_GONE_WAIT_S:.0f} s after it ended; restarting once it is gone")
+
+
+def _seconds_since_crash(run: Run, ended: DriverEnd | None) -> float:
+    """Since the driver ended, as its reaper recorded it; since its launch without a record
+    (the reaper itself was killed), which errs towards restarting sooner."""
+    if ended is not None and ended.ended_at is not None:
+        return time.time() - ended.ended_at
+    return _seconds_since(run.driver_launched_at)
+
+
+def _watch_query_start(run: Run) -> str | None:
+    """A driver whose query has not started long after the driver's launch is stuck: fail
+    the run, naming the wait and the driver's last word, and stop the driver. Whether data
+    has come is not asked: a run whose query waits for data is running (idle)."""
     if run.status not in (RunStatus.STARTING, RunStatus.RECOVERING):
         return None
     waited = _seconds_since(run.driver_launched_at)
@@ -94,14 +144,10 @@ def _watch_first_epoch(run: Run) -> str | None:
     tail = log_tail(run_dir(run.pk) / "driver.log") or "(no output)"
     last = tail.splitlines()[-1]
     run_status_set(run_id=run.pk, status=RunStatus.FAILED, output=tail,
-                   detail=f"no epoch finished within {limit:.0f} s of the driver's start "
-                          f"(RUN_START_TIMEOUT_S); the driver's last output: {last}")
+                   detail=f"the query did not start within {limit:.0f} s of the driver's start "
+                          f"(RUN_START_TIMEOUT_S); not retried; the driver's last output: {last}")
     driver_signal(run.driver_pid, run.pk, signal.SIGKILL)
-    return "failed: no first epoch in time"
-
-
-def _backoff_s(restarts: int) -> float:
-    return min(30.0, 2.0 ** restarts) if restarts else 0.0
+    return "failed: the query did not start in time"
 
 
 def _seconds_since(moment) -> float:

@@ -39,6 +39,16 @@ class ControlChannel(ABC):
     def acks(self) -> list[Ack]:
         """Every ack recorded so far, in order."""
 
+    # Fencing: one driver per run. Each driver takes the next generation as it starts and
+    # checks before each epoch that no later driver took one since (``JobRun``).
+    @abstractmethod
+    def take_generation(self) -> int:
+        """The generation of a driver starting now: one more than any earlier driver's."""
+
+    @abstractmethod
+    def newest_generation(self) -> int | None:
+        """The newest driver's generation; None when it cannot be read now."""
+
     def wait_for_ack(self, request_id: str, timeout_s: float = 60.0) -> Ack | None:
         """Polls until the ack of ``request_id`` arrives (client side)."""
         deadline = time.monotonic() + timeout_s
@@ -57,6 +67,7 @@ class MemoryControlChannel(ControlChannel):
         self._messages: list[tuple[str, dict[str, str]]] = []
         self._acks: list[Ack] = []
         self._changed = threading.Condition()
+        self._generation = 0
 
     def send(self, message: Mapping[str, str]) -> str:
         """Appends with a sequential cursor."""
@@ -87,6 +98,16 @@ class MemoryControlChannel(ControlChannel):
         with self._changed:
             return list(self._acks)
 
+    def take_generation(self) -> int:
+        """The next generation of this process's drivers."""
+        with self._changed:
+            self._generation += 1
+            return self._generation
+
+    def newest_generation(self) -> int | None:
+        """The newest generation taken."""
+        return self._generation
+
 
 class RedisControlChannel(ControlChannel):
     """Redis streams; ``prefix`` isolates deployments (and tests) sharing one server."""
@@ -101,6 +122,7 @@ class RedisControlChannel(ControlChannel):
         self.control_key = f"{base}:control"
         self.acks_key = f"{base}:acks"
         self._acked_key = f"{base}:acked"
+        self.generation_key = f"{base}:generation"
 
     def send(self, message: Mapping[str, str]) -> str:
         """XADD to the control stream."""
@@ -125,9 +147,24 @@ class RedisControlChannel(ControlChannel):
         entries: Any = self._redis.xrange(self.acks_key)
         return [Ack.from_dict(json.loads(f["ack"])) for _, f in entries]
 
+    def take_generation(self) -> int:
+        """INCR of the run's generation: kept in Redis, so it outlives every driver."""
+        return int(cast(Any, self._redis.incr(self.generation_key)))
+
+    def newest_generation(self) -> int | None:
+        """The run's generation in Redis; None while Redis cannot be reached (the epoch
+        then goes on: its commits are idempotent by epoch id, and failing it would spend a
+        restart on a broker blip)."""
+        try:
+            value = self._redis.get(self.generation_key)
+        except (redis.ConnectionError, redis.TimeoutError):
+            return None
+        return int(cast(Any, value)) if value is not None else 0
+
     def delete(self) -> None:
         """Removes this run's streams (tests)."""
-        self._redis.delete(self.control_key, self.acks_key, self._acked_key)
+        self._redis.delete(self.control_key, self.acks_key, self._acked_key,
+                           self.generation_key)
 
 
 def open_control_channel(url: str | None, run_id: str, prefix: str = "") -> ControlChannel:

@@ -29,6 +29,7 @@ from engine.runtime.driver.epoch_log import EpochLog
 from engine.runtime.driver.loop import EpochLoop
 from engine.runtime.driver.options import RunOptions, run_info
 from engine.runtime.driver.planning import EpochPlanner
+from engine.runtime.errors import DriverSuperseded
 from engine.runtime.stage.routing_code import compile_ahead
 from engine.runtime.state import StoreSpec
 
@@ -55,6 +56,7 @@ class JobRun:
         self.last_epoch: int | None = None
         self.status = "starting"
         self.error: BaseException | None = None
+        self.generation = 0  # the fencing generation this driver took (``start``)
         self._lock = threading.Lock()
         self._listener: ControlListener | None = None
 
@@ -71,6 +73,9 @@ class JobRun:
     def start(self) -> None:
         """Starts the control listener and the epoch loop, once the acks of the epochs
         logged as ended are queued again (``_deliver_logged_acks``)."""
+        # Taken before anything is read or written: from now on every earlier driver of the
+        # run stops at its next epoch (``_check_fence``).
+        self.generation = self.channel.take_generation()
         self._deliver_logged_acks()
         latest = self.log.latest_plan(before=2**62)
         cursor = latest[1].get("cursor") if latest else None
@@ -100,6 +105,7 @@ class JobRun:
         self.loop.wake()
 
     def _epoch(self, batch: DataFrame, epoch: int) -> bool:
+        self._check_fence(epoch)
         done = self.epochs.run(batch, epoch)
         if done is None:
             return False
@@ -108,6 +114,16 @@ class JobRun:
             if done.stop:
                 self.loop.gate.stop_after = epoch
         return True
+
+    def _check_fence(self, epoch: int) -> None:
+        """Refuses the epoch (nothing of it is committed: it is replayed by the driver that
+        took over) when a later driver of the run has started since this one."""
+        newest = self.channel.newest_generation()
+        if newest is not None and newest != self.generation:
+            raise DriverSuperseded(
+                f"run {self.run_id}: driver generation {self.generation} is superseded by "
+                f"generation {newest}; it stops before epoch {epoch} without committing it "
+                "(not retried: its successor runs the run)")
 
     def wait(self, timeout_s: float | None = None) -> str:
         """Blocks until the run stops (stop command, last epoch, failure) or times out;

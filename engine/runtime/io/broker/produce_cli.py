@@ -1,7 +1,9 @@
 """``python -m engine produce REDIS_URL --stream NAME --keys K (--count N | --rate R)``.
 
-Writes the generator's events into a Redis stream; progress on stderr. Exit 0 when done (or
-stopped by a signal), 2 on bad arguments or an unreachable broker.
+Writes the generator's events into a Redis stream; progress on stderr. Event ids continue
+where the stream's last producer ended (a counter kept in Redis); a broker that goes away
+while it writes is waited for. Exit 0 when done (or stopped by a signal), 2 on bad arguments
+or a broker unreachable at the start.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, NoReturn
 import redis
 
 from engine.runtime.errors import StreamRuntimeError
-from engine.runtime.io.broker.producer import EventDraws, produce
+from engine.runtime.io.broker.producer import EventDraws, next_event_id, produce
 from engine.runtime.io.broker.spec import masked_url, resolve_url
 
 EXIT_OK, EXIT_INVALID = 0, 2
@@ -54,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--skew", type=float, default=0.0, help="power-law exponent; 0 uniform")
     parser.add_argument("--seed", type=int, default=0, help="same seed, same events")
     parser.add_argument("--first-id", type=int, default=None,
-                        help="event_id of the first event (default: the stream's length)")
+                        help="event_id of the first event (default: the stream's next id, "
+                             "kept in Redis beside it)")
     parser.add_argument("--maxlen", type=_positive(int),
                         help="trim the stream to about N entries (default: never trim)")
     parser.add_argument("--progress-every", type=_positive(float), default=1.0,
@@ -77,8 +80,7 @@ def main_produce(argv: Sequence[str]) -> int:
     try:
         args.url = resolve_url("produce", args.url)
         client = redis.Redis.from_url(args.url, socket_timeout=10)
-        length: Any = client.xlen(args.stream)
-        first = int(length) if args.first_id is None else args.first_id
+        first = next_event_id(client, args.stream) if args.first_id is None else args.first_id
     except StreamRuntimeError as error:
         print(f"produce: {error}", file=sys.stderr)
         return EXIT_INVALID
@@ -88,7 +90,8 @@ def main_produce(argv: Sequence[str]) -> int:
     report = _Progress(args.stream, masked_url(args.url), args.progress_every)
     try:
         written = produce(client, args.stream, EventDraws(args.keys, args.skew, args.seed),
-                          first, args.count, args.rate, report, args.maxlen, stop.is_set)
+                          first, args.count, args.rate, report, args.maxlen, stop.is_set,
+                          report.waiting)
     except redis.RedisError as error:
         print(f"produce: writing to {masked_url(args.url)} failed after {report.written} "
               f"events: {error}", file=sys.stderr)
@@ -104,6 +107,11 @@ class _Progress:
         self.stream, self.where, self.every_s = stream, where, every_s
         self.written = 0
         self._started = self._last = time.monotonic()
+
+    def waiting(self, error: Exception, delay_s: float) -> None:
+        """A batch could not be written (the broker restarting?): said, and retried."""
+        print(f"produce: Redis at {self.where} unreachable after {self.written} events "
+              f"({error}); retrying in {delay_s:.1f} s", file=sys.stderr, flush=True)
 
     def __call__(self, written: int) -> None:
         self.written = written

@@ -11,6 +11,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 
@@ -68,6 +69,30 @@ class EventDraws:
         }
 
 
+def next_id_key(stream: str) -> str:
+    """The key of the counter that holds the stream's next event id: kept beside the stream
+    so a restarted producer continues the ids, whatever the stream was trimmed to."""
+    return f"{stream}:next-event-id"
+
+
+def next_event_id(client: redis.Redis, stream: str) -> int:
+    """The id the stream's next event takes: its counter, or for a stream written before the
+    counter was kept, one past its newest entry's event id (0 for a new stream)."""
+    kept = client.get(next_id_key(stream))
+    if kept is not None:
+        return int(kept)  # type: ignore[arg-type]
+    newest: Any = client.xrevrange(stream, count=1)
+    if not newest:
+        return 0
+    fields = newest[0][1]
+    last = fields.get(b"event_id", fields.get("event_id"))
+    return int(last) + 1 if last is not None else 0
+
+
+# Waiting out a broker that went away (a restart): 0.5 s doubling to 10 s between tries.
+RETRY_FIRST_S, RETRY_MAX_S = 0.5, 10.0
+
+
 def produce(
     client: redis.Redis,
     stream: str,
@@ -78,11 +103,17 @@ def produce(
     progress: Callable[[int], None] = lambda written: None,
     maxlen: int | None = None,
     stopping: Callable[[], bool] = lambda: False,
+    waiting: Callable[[Exception, float], None] = lambda error, delay_s: None,
 ) -> int:
     """Writes events ``first_id, first_id + 1, ...``: ``count`` of them as fast as the
     broker takes them, or ``rate`` per second until interrupted; with ``maxlen`` the
     stream is trimmed to about that many entries; ``stopping`` ends it between batches.
+    Each batch and the stream's id counter (``next_id_key``) advance in one transaction, so a
+    later producer continues where this one ended. A broker that cannot be reached is
+    waited for (``waiting`` is told each failure and the wait before the next try), and
+    the batch is written again from the counter the broker kept, so no id is written twice.
     Returns how many were written."""
+    client.set(next_id_key(stream), first_id)
     written = 0
     started = time.monotonic()
     for size in _batches(count, rate, started):
@@ -90,15 +121,46 @@ def produce(
             break
         if size == 0:
             continue
-        now_ms = int(time.time() * 1000)
-        with client.pipeline(transaction=False) as pipe:
-            for event_id in range(first_id + written, first_id + written + size):
-                fields = draws.fields(event_id, now_ms)
-                pipe.xadd(stream, fields, maxlen=maxlen, approximate=True)  # type: ignore[arg-type]
-            pipe.execute()
+        if not _write_batch(client, stream, draws, size, maxlen, stopping, waiting):
+            break
         written += size
         progress(written)
     return written
+
+
+def _write_batch(client: redis.Redis, stream: str, draws: EventDraws, size: int,
+                 maxlen: int | None, stopping: Callable[[], bool],
+                 waiting: Callable[[Exception, float], None]) -> bool:
+    """Writes one batch of ``size`` events after the stream's counter, retrying while the
+    broker is unreachable; False if ``stopping`` ended the wait first."""
+    delay_s = RETRY_FIRST_S
+    while True:
+        try:
+            # Read each time: a reply lost to a dropped connection may hide a batch that
+            # was written; the counter, written with it, says so.
+            first = next_event_id(client, stream)
+            now_ms = int(time.time() * 1000)
+            with client.pipeline(transaction=True) as pipe:
+                for event_id in range(first, first + size):
+                    pipe.xadd(stream, draws.fields(event_id, now_ms),  # type: ignore[arg-type]
+                              maxlen=maxlen, approximate=True)
+                pipe.incrby(next_id_key(stream), size)
+                pipe.execute()
+            return True
+        except (redis.ConnectionError, redis.TimeoutError) as error:
+            waiting(error, delay_s)
+            if _stopped_within(delay_s, stopping):
+                return False
+            delay_s = min(RETRY_MAX_S, delay_s * 2)
+
+
+def _stopped_within(seconds: float, stopping: Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if stopping():
+            return True
+        time.sleep(min(0.1, seconds))
+    return stopping()
 
 
 def _batches(count: int | None, rate: float | None, started: float) -> Iterator[int]:

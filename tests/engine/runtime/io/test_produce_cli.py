@@ -22,7 +22,7 @@ def target(service_urls: dict[str, str]) -> Iterator[tuple[str, str, redis.Redis
     stream = f"sstest-{uuid.uuid4().hex[:8]}:produced"
     client = redis.Redis.from_url(url)
     yield url, stream, client
-    client.delete(stream)
+    client.delete(stream, f"{stream}:next-event-id")
 
 
 def produce(*args: str) -> subprocess.CompletedProcess[str]:
@@ -87,3 +87,59 @@ def test_an_unreachable_broker_exits_2_without_the_password() -> None:
     assert done.returncode == 2
     assert "cannot use Redis at redis://:***@127.0.0.1:1/0" in done.stderr
     assert "hunter2" not in done.stderr
+
+
+def _event_ids(client: redis.Redis, stream: str) -> list[int]:
+    return [int(fields[b"event_id"]) for _, fields in client.xrange(stream)]
+
+
+def test_a_restarted_producer_continues_the_ids_of_a_trimmed_stream(target) -> None:  # type: ignore[no-untyped-def]
+    url, stream, client = target
+    first = produce(url, "--stream", stream, "--count", "1500", "--maxlen", "100")
+    assert first.returncode == 0, first.stderr
+    assert client.xlen(stream) < 1500  # trimmed: its length is no event count
+    again = produce(url, "--stream", stream, "--count", "10", "--maxlen", "100")
+    assert again.returncode == 0, again.stderr
+    assert _event_ids(client, stream)[-10:] == list(range(1500, 1510))
+
+
+def test_the_producer_waits_out_a_broker_restart_and_writes_each_id_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    from webapp.embedded import ensure_redis, stop_redis
+
+    var = tmp_path / "var"
+    url = ensure_redis(var_dir=var)
+    client, stream = redis.Redis.from_url(url), "events"
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "produce", url, "--stream", stream,
+                             "--rate", "300"], cwd=ROOT, text=True, stderr=subprocess.PIPE)
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(iter(proc.stderr.readline, "")),
+                              daemon=True)
+    reader.start()
+    try:
+        try:
+            _until(lambda: client.xlen(stream) >= 300, "the first events")
+            stop_redis(var_dir=var)
+            _until(lambda: any("unreachable" in line and "retrying in" in line for line in said),
+                   "the producer to say it waits for the broker")
+            assert proc.poll() is None, "the producer exited on the broker's restart"
+            assert ensure_redis(var_dir=var) == url
+            written = client.xlen(stream)
+            _until(lambda: client.xlen(stream) >= written + 300, "events after the restart")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+            reader.join(timeout=10)
+        assert proc.returncode == 0, "".join(said)
+        ids = _event_ids(client, stream)
+        assert ids == list(range(len(ids)))  # no id written twice, none skipped
+    finally:
+        stop_redis(var_dir=var)
+
+
+def _until(predicate, what: str, timeout_s: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"waited {timeout_s:.0f} s for {what}"
+        time.sleep(0.1)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.dag import JobGraph, max_parallelism, parse_job_graph
+from engine.dag import JobGraph, max_parallelism, parse_job_graph, stored_job_graph
 from engine.errors import PolicyError, RatesError
 from engine.policies import (
     OperatorRates,
@@ -45,9 +45,10 @@ def test_scale_out_stops_when_nothing_is_congested(campaign_graph: JobGraph) -> 
 
 
 def test_scale_out_respects_pinned_operators(campaign_doc: dict) -> None:
+    # A keyless aggregate (global state): the job checks refuse it, the planner still pins it.
     campaign_doc["operators"][2]["params"]["key"] = []
     campaign_doc["operators"][2]["parallelism"] = 1
-    graph = parse_job_graph(campaign_doc)
+    graph = stored_job_graph(campaign_doc)
     rates = parse_rates(load_example("campaign_views_rates.json"), graph)
     assert plan_scale_out(graph, rates, 3).steps == []
     with pytest.raises(PolicyError):

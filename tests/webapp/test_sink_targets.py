@@ -136,7 +136,7 @@ def test_jobs_saved_before_owners_existed_get_their_targets_first_come_first_ser
 
     from webapp.jobs.models import Job, JobVersion, SinkTarget
 
-    migration = importlib.import_module("webapp.jobs.migrations.0011_sink_targets")
+    migration = importlib.import_module("webapp.jobs.migrations.0013_sink_targets")
     for name, folder in [("older", "out/clicks"), ("newer", "out"), ("apart", "elsewhere")]:
         job = Job.objects.create(name=name, latest_version=1)  # as saved before this change
         JobVersion.objects.create(job=job, number=1, dag=_dag(name, folder=folder))

@@ -24,7 +24,7 @@ def claim_existing_targets(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0010_job_archived'),
+        ('jobs', '0012_run_driver_heartbeat'),
     ]
 
     operations = [

@@ -246,27 +246,6 @@ def test_applying_a_rebalance_requests_the_weighted_assignment(session_client, l
         "instance 0 is hot")
 
 
-def test_a_global_aggregate_is_offered_no_rebalance_and_the_server_agrees(
-    session_client, make_user
-):
-    from tests.browser.fake_run import fake_run_create
-
-    document = copy.deepcopy(KEYED_DAG)
-    document["name"] = "global-counts"
-    counts = document["operators"][2]
-    counts["params"]["key"] = []
-    counts.pop("parallelism")
-    run = fake_run_create(dag=document)
-    client = session_client(Role.OPERATOR)
-    panel = _section(_page(client, run), 'id="rebalance"')
-    assert "Not possible: only keyed operators have key groups to rebalance." in panel
-    assert re.search(r'id="rebalance-apply" disabled title="only keyed operators', panel)
-    refused = client.post(f"/runs/{run.pk}/reconfigure", {
-        "kind": "rebalance", "operator": "counts", "reason": "x"}).content.decode()
-    assert "Operator counts: only keyed operators have key groups to rebalance" in refused
-    assert run.reconfigurations.count() == 0
-
-
 # ---- a newer version ----------------------------------------------------------------------
 
 def test_no_newer_version_no_move(session_client, live_run):

@@ -7,6 +7,7 @@ import concurrent.futures
 import os
 from pathlib import Path
 
+import psutil
 from django.conf import settings
 
 from webapp.config import database_url_of
@@ -35,3 +36,19 @@ def run_alone(coroutine):  # type: ignore[no-untyped-def]
     event loop running in the main thread for the rest of the suite."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coroutine).result()
+
+
+# A stand-in driver for tests of what a driver leaves behind (no colon: the reaper turns a
+# module name's colons into dots): it starts the leftover given as its second argument in its
+# own process group, writes the leftover's pid to its first argument and exits.
+LEFTOVER_DRIVER = ("import subprocess,sys; c=subprocess.Popen([sys.executable, '-c', sys.argv[2]], "
+                   "stdout=subprocess.PIPE, text=True); c.stdout.readline(); "
+                   "open(sys.argv[1], 'w').write(str(c.pid))")
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -13,25 +13,16 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
+
+from tests.webapp.support import LEFTOVER_DRIVER, process_alive
 
 pytestmark = pytest.mark.django_db
 
-# A stand-in driver: starts a leftover in its own process group that ignores SIGTERM (as a
-# JVM busy with its query may), writes the leftover's pid, and exits.
+# What a driver leaves in its process group: a process that ignores SIGTERM (as a JVM busy
+# with its query may).
 _LEFTOVER = ("import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
              "print('ready', flush=True); time.sleep(300)")
-_DRIVER = ("import subprocess,sys; c=subprocess.Popen([sys.executable, '-c', sys.argv[2]], "
-           "stdout=subprocess.PIPE, text=True); c.stdout.readline(); "
-           "open(sys.argv[1], 'w').write(str(c.pid))")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def _until(predicate, what: str, timeout_s: float = 30.0):  # type: ignore[no-untyped-def]
@@ -47,7 +38,7 @@ def _until(predicate, what: str, timeout_s: float = 30.0):  # type: ignore[no-un
 def _ended_driver_with_a_leftover(folder: Path) -> tuple[int, int]:
     folder.mkdir(parents=True, exist_ok=True)
     pid_path = folder / "leftover.pid"
-    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, str(pid_path), _LEFTOVER],
+    driver = subprocess.Popen([sys.executable, "-c", LEFTOVER_DRIVER, str(pid_path), _LEFTOVER],
                               start_new_session=True)
     driver.wait(timeout=30)
     (folder / "driver-exit.json").write_text(
@@ -78,11 +69,11 @@ def test_no_successor_starts_while_the_drivers_group_lives(live_run, settings, t
         assert supervision.runs_watch() == [
             f"run {live_run.pk}: killed what driver {driver} left ({leftover}), alive 0 s "
             "after it ended; restarting once it is gone"]
-        _until(lambda: not _alive(leftover), "the leftover's end")
+        _until(lambda: not process_alive(leftover), "the leftover's end")
         live_run.refresh_from_db()
         assert live_run.driver_pid == driver and live_run.restarts == 0
     finally:
-        if _alive(leftover):
+        if process_alive(leftover):
             os.kill(leftover, signal.SIGKILL)
         live_run.refresh_from_db()
         if live_run.driver_pid not in (None, driver):  # a successor started anyway

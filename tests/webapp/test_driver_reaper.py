@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.webapp.support import LEFTOVER_DRIVER, process_alive
 from webapp.runs.process import _REAPER
 
 # Leftovers of a driver: one that ends on SIGTERM, and one that ignores it (started and
@@ -20,18 +21,6 @@ from webapp.runs.process import _REAPER
 _POLITE = "import sys,time; print('ready', flush=True); time.sleep(300)"
 _DEAF = ("import signal,sys,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
          "print('ready', flush=True); time.sleep(300)")
-# A stand-in driver (no colon: the reaper turns a module name's colons into dots): it
-# starts the leftover in its own process group, writes its pid and exits.
-_DRIVER = ("import subprocess,sys; c=subprocess.Popen([sys.executable, '-c', sys.argv[2]], "
-           "stdout=subprocess.PIPE, text=True); c.stdout.readline(); "
-           "open(sys.argv[1], 'w').write(str(c.pid))")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 @pytest.mark.parametrize(("leftover", "within_s"), [(_POLITE, 5.0), (_DEAF, 20.0)])
@@ -40,7 +29,7 @@ def test_what_the_driver_left_in_its_group_ends_with_it(tmp_path: Path, leftover
     exit_path, pid_path = tmp_path / "exit.json", tmp_path / "leftover.pid"
     reaper = subprocess.Popen(
         [sys.executable, "-c", _REAPER, str(tmp_path / "driver.log"), str(exit_path),
-         sys.executable, "-c", _DRIVER, str(pid_path), leftover],
+         sys.executable, "-c", LEFTOVER_DRIVER, str(pid_path), leftover],
         stdout=subprocess.PIPE, text=True, start_new_session=True,
     )
     try:
@@ -51,11 +40,11 @@ def test_what_the_driver_left_in_its_group_ends_with_it(tmp_path: Path, leftover
         assert json.loads(exit_path.read_text())["code"] == 0  # the driver's own exit
         left = int(pid_path.read_text())
         exited = time.monotonic()
-        while _alive(left) and time.monotonic() - exited < within_s:
+        while process_alive(left) and time.monotonic() - exited < within_s:
             time.sleep(0.1)
-        assert not _alive(left), "the driver's leftover outlived it"
+        assert not process_alive(left), "the driver's leftover outlived it"
         assert reaper.wait(timeout=5) == 0
     finally:
         reaper.kill()
-        if pid_path.exists() and _alive(int(pid_path.read_text())):
+        if pid_path.exists() and process_alive(int(pid_path.read_text())):
             psutil.Process(int(pid_path.read_text())).kill()

@@ -3,14 +3,19 @@ one while it is down answered 503 with the reason instead of a server error."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
+import psycopg2
 import redis
 from django.conf import settings
 from django.db import connection
+from django.db.utils import InterfaceError as DjangoInterfaceError
+from django.db.utils import OperationalError as DjangoOperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import server_error
 from kombu.exceptions import OperationalError as BrokerError
 
 from webapp.errors import ServiceError
@@ -18,6 +23,14 @@ from webapp.errors import ServiceError
 RETRY_AFTER_S = 5
 # What redis-py (and channels_redis, and Celery's broker) raise when Redis does not answer.
 REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, BrokerError)
+# What Django and psycopg2 raise when PostgreSQL does not answer or dropped the connection (a
+# restart); a query's own errors (ProgrammingError, IntegrityError) are not among them.
+DATABASE_DOWN = (DjangoOperationalError, DjangoInterfaceError, psycopg2.OperationalError,
+                 psycopg2.InterfaceError)
+BEAT_KEY = "streamscale:beat:last"
+# The beat sends runs_watch every 2 s; this many seconds without one means beat (or the worker
+# that runs it) is not doing its job.
+BEAT_SILENT_AFTER_S = 30.0
 
 
 class DependencyDown(ServiceError):
@@ -30,9 +43,27 @@ def redis_down(error: BaseException) -> DependencyDown:
     return DependencyDown(f"Redis (REDIS_URL) is unreachable: {error}; try again shortly")
 
 
+def database_down(error: BaseException) -> DependencyDown:
+    detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return DependencyDown(f"PostgreSQL (DATABASE_URL) is unreachable: {detail}; not retried "
+                          "by the server, try again shortly")
+
+
+def dependency_down_of(error: BaseException | None) -> DependencyDown | None:
+    """The 503 an error stands for when a server the request needs is down, else None."""
+    if isinstance(error, DependencyDown):
+        return error
+    if isinstance(error, REDIS_DOWN):
+        return redis_down(error)
+    if isinstance(error, DATABASE_DOWN):
+        return database_down(error)
+    return None
+
+
 class DependencyErrorsMiddleware:
-    """A request that failed because Redis is down answers 503 with the reason and
-    ``Retry-After``: never a server error."""
+    """A view that failed because Redis or PostgreSQL is down answers 503 with the reason and
+    ``Retry-After``: never a server error. (Middleware that fails so, such as the bearer
+    token's lookup, is answered by ``server_error_or_dependency_down``.)"""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -41,19 +72,30 @@ class DependencyErrorsMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, error: Exception) -> HttpResponse | None:
-        if isinstance(error, DependencyDown):
-            down = error
-        elif isinstance(error, REDIS_DOWN):
-            down = redis_down(error)
-        else:
-            return None
-        if request.path.startswith("/api/"):
-            response: HttpResponse = JsonResponse(
-                {"error": str(down), "problems": down.problems}, status=503)
-        else:
-            response = HttpResponse(str(down), status=503, content_type="text/plain")
-        response["Retry-After"] = str(RETRY_AFTER_S)
-        return response
+        down = dependency_down_of(error)
+        return None if down is None else dependency_answer(request, down)
+
+
+def server_error_or_dependency_down(request: HttpRequest) -> HttpResponse:
+    """Django's handler500: it runs for errors raised anywhere, middleware included (where
+    ``process_exception`` never sees them), while the error is being handled; a server that
+    is down is a 503 there too, anything else the plain 500 page."""
+    down = dependency_down_of(sys.exc_info()[1])
+    if down is None:
+        return server_error(request)
+    return dependency_answer(request, down)
+
+
+def dependency_answer(request: HttpRequest, down: DependencyDown) -> HttpResponse:
+    """503 with ``Retry-After``: the API's JSON shape under /api/, plain text elsewhere (the
+    pages' templates may need the database that is down)."""
+    if request.path.startswith("/api/"):
+        response: HttpResponse = JsonResponse(
+            {"error": str(down), "problems": down.problems}, status=503)
+    else:
+        response = HttpResponse(str(down), status=503, content_type="text/plain")
+    response["Retry-After"] = str(RETRY_AFTER_S)
+    return response
 
 
 def dependency_checks() -> dict[str, dict[str, Any]]:
@@ -61,9 +103,18 @@ def dependency_checks() -> dict[str, dict[str, Any]]:
     checks = {"database": _timed(_database), "redis": _timed(_redis)}
     if checks["redis"]["ok"]:
         checks["celery_worker"] = _timed(_celery_worker)
+        checks["celery_beat"] = _timed(_celery_beat)
     else:
-        checks["celery_worker"] = {"ok": False, "error": "unknown: its broker (Redis) is down"}
+        unknown = {"ok": False, "error": "unknown: its broker (Redis) is down"}
+        checks["celery_worker"], checks["celery_beat"] = unknown, dict(unknown)
     return checks
+
+
+def beat_tick_record() -> None:
+    """Called by the task beat sends every 2 s: the moment ``/healthz`` judges beat by."""
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    with client:
+        client.set(BEAT_KEY, repr(time.time()), ex=int(BEAT_SILENT_AFTER_S * 10))
 
 
 def _timed(check: Callable[[], None]) -> dict[str, Any]:
@@ -88,6 +139,18 @@ def _redis() -> None:
     client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
     with client:
         client.ping()
+
+
+def _celery_beat() -> None:
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    with client:
+        raw = client.get(BEAT_KEY)
+    if raw is None:
+        raise RuntimeError("no task sent by Celery beat has run yet (is beat running?)")
+    silent = time.time() - float(raw)
+    if silent > BEAT_SILENT_AFTER_S:
+        raise RuntimeError(f"the last task sent by Celery beat ran {silent:.0f} s ago; beat "
+                           f"sends one every 2 s (is beat running?)")
 
 
 def _celery_worker() -> None:

@@ -10,3 +10,6 @@ urlpatterns = [
     re_path(r"^api(/|$)", not_found, name="api-not-found"),
     path("", include("webapp.pages.urls")),
 ]
+
+# A server the product needs being down is a 503 with the reason wherever it is noticed.
+handler500 = "webapp.dependencies.server_error_or_dependency_down"

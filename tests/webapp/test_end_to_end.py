@@ -11,12 +11,11 @@ import signal
 import threading
 
 import psutil
-import psycopg2
-import pyarrow as pa
 import pytest
 
-from tests.engine.runtime.jobs import actual_windows, expected_windows_planned, window_job
+from tests.engine.runtime.jobs import window_job
 from tests.webapp.private_stack import PrivateStack, wait_for
+from tests.webapp.sink_check import check_sink_is_exact
 
 pytestmark = pytest.mark.spark
 
@@ -83,29 +82,6 @@ def _rescale(api, run_id: int, parallelism: int, request_id: str) -> tuple[int, 
     return api.call("POST", f"/api/runs/{run_id}/reconfigurations", {
         "kind": "rescale", "operator": "counts", "parallelism": parallelism,
         "reason": "end-to-end test", "request_id": request_id})
-
-
-def _sink_rows(stack: PrivateStack) -> pa.Table | None:
-    port = (stack.var_dir / "postgres" / "port").read_text().strip()
-    password = (stack.var_dir / "postgres" / "password").read_text().strip()
-    conn = psycopg2.connect(host="127.0.0.1", port=port, user="postgres", dbname="streamscale",
-                            password=password)
-    try:
-        with conn.cursor() as cursor:
-            # Sinks write the sink schema, never the product's tables.
-            cursor.execute("SELECT campaign_id, window_start, views, users, top "
-                           f"FROM streamscale_sink.{TABLE}")
-            rows = cursor.fetchall()
-    finally:
-        conn.close()
-    if not rows:
-        return None
-    columns = list(zip(*rows, strict=True))
-    return pa.table({
-        "campaign_id": list(columns[0]),
-        "window_start": pa.array(list(columns[1]), pa.timestamp("us", tz="UTC")),
-        "views": list(columns[2]), "users": list(columns[3]), "top": list(columns[4]),
-    })
 
 
 def test_a_job_runs_rescales_recovers_and_stops_with_exact_results(stack):
@@ -193,20 +169,4 @@ def test_a_job_runs_rescales_recovers_and_stops_with_exact_results(stack):
     assert actions.count("reconfiguration.rescale") == 4  # the repeated request id is not new
     assert "run.recovering" in actions and "run.stopped" in actions
 
-    _check_sink_is_exact(stack, run_id, stopped["epoch"])
-
-
-def _check_sink_is_exact(stack: PrivateStack, run_id: int, last_epoch: int) -> None:
-    from engine.runtime.spark.session import build_session
-
-    checkpoint = stack.var_dir / "runs" / str(run_id) / "checkpoint"
-    spark = build_session(master="local[1]", app_name="streamscale-e2e-check")
-    try:
-        # Rows fall due by the wall clock: the epochs' plans say which ones the run took.
-        expected = expected_windows_planned(spark, str(checkpoint), last_epoch,
-                                            "event_type = 'view'")
-    finally:
-        spark.stop()
-    actual = actual_windows(_sink_rows(stack))
-    assert expected, "the run closed no window"
-    assert actual == expected
+    check_sink_is_exact(stack, TABLE, run_id, stopped["epoch"])

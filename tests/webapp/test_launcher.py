@@ -337,3 +337,45 @@ def _stop(launcher: subprocess.Popen[str]) -> None:
 
 def _server_pid(pid_file: Path) -> int:
     return int(pid_file.read_text().split()[0])
+
+
+def test_a_launcher_killed_by_sigkill_leaves_nothing_in_the_way_of_the_next(
+    var_dir: Path,
+) -> None:
+    port = _free_port()
+    first, lines, seen = _start_launcher(var_dir, port=port)
+    try:
+        _wait_for_line(lines, "streamscale is running at", seen=seen)
+        children = psutil.Process(first.pid).children()
+        assert {"web", "worker", "beat"} <= {_role(c) for c in children}
+
+        first.kill()
+        first.wait(timeout=10)
+    finally:
+        _stop(first)
+
+    started = time.monotonic()
+    second, lines, seen = _start_launcher(var_dir, port=port)
+    try:
+        _wait_for_line(lines, "streamscale is running at", seen=seen)
+        assert time.monotonic() - started < 60
+        assert [c.pid for c in children if not _gone(c.pid)] == []
+        assert not any("already in use" in line for line in seen)
+        assert _wait_healthy(port)["status"] == "ok"
+        servers = [_server_pid(var_dir / "postgres/data/postmaster.pid"),
+                   _server_pid(var_dir / "redis/redis.pid")]
+
+        second.send_signal(signal.SIGINT)
+        assert second.wait(timeout=60) == 0
+    finally:
+        _stop(second)
+
+    # The embedded servers it adopted from the killed launcher are stopped too.
+    assert [pid for pid in servers if not _gone(pid)] == []
+
+
+def _role(process: psutil.Process) -> str:
+    cmdline = " ".join(process.cmdline())
+    if "uvicorn" in cmdline:  # before "worker": the web server's own flags say --workers
+        return "web"
+    return next((r for r in ("worker", "beat") if r in cmdline), "other")

@@ -21,7 +21,7 @@ from webapp import embedded
 from webapp.config import BASE_DIR, ConfigError, load_config
 from webapp.demo_stream import demo_producer_argv
 from webapp.embedded.daemons import port_is_free
-from webapp.launcher.children import ChildGroup, say
+from webapp.launcher.children import ChildGroup, say, stop_left_behind
 from webapp.launcher.embedded_services import Services, ensure_services
 from webapp.launcher.health import answers_health
 from webapp.launcher.run_lock import LockHolder, acquire_run_lock, run_lock_holder
@@ -32,6 +32,7 @@ DEFAULT_PORT = 8000
 HEALTH_TIMEOUT_S = 120.0  # first start runs initdb and all migrations on a 2-core machine
 BIN_DIR = Path(sys.executable).parent
 SUSPEND_GRACE_S = 15.0  # a driver past this is killed; its run resumes from the checkpoint
+CHILDREN_FILE = "launcher-children.json"
 
 
 class Shutdown(Exception):
@@ -141,6 +142,10 @@ def _serve(
     redis_url: str | None,
 ) -> None:
     """Every start-up step, then supervision; leaves only by exception."""
+    left = stop_left_behind(var_dir / CHILDREN_FILE)
+    if left:
+        say(f"[launcher] stopped what an earlier launcher of {var_dir} left: "
+            f"pids {', '.join(map(str, left))}")
     if not port_is_free(port, HOST):
         raise LaunchError(f"port {port} on {HOST} is already in use: pass --port N or set PORT")
     ensure_services(
@@ -186,7 +191,7 @@ def cmd_run(
         return 1
     signal.signal(signal.SIGINT, _raise_shutdown)
     signal.signal(signal.SIGTERM, _raise_shutdown)
-    group = ChildGroup(cwd=BASE_DIR, env={})
+    group = ChildGroup(cwd=BASE_DIR, env={}, pid_file=var_dir / CHILDREN_FILE)
     services = Services("", "", state_redis=state_redis)
     code = 1
     try:

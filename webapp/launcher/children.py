@@ -1,7 +1,14 @@
-"""Child processes of the launcher: one process group each, output prefixed line by line."""
+"""Child processes of the launcher: one process group each, output prefixed line by line.
+
+Nothing outlives the launcher: each child gets SIGTERM from the kernel when the launcher dies,
+even by SIGKILL (Linux's parent-death signal), and the children's pids are kept in a file so
+that the next launcher of the same var folder stops any that are left (``stop_left_behind``).
+"""
 
 from __future__ import annotations
 
+import ctypes
+import json
 import os
 import signal
 import subprocess
@@ -16,6 +23,8 @@ from typing import IO
 import psutil
 
 _print_lock = threading.Lock()
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+LEFT_BEHIND_GRACE_S = 10.0
 
 
 def say(line: str) -> None:
@@ -54,6 +63,7 @@ class ChildGroup:
     cwd: Path
     env: Mapping[str, str]
     children: list[Child] = field(default_factory=list)
+    pid_file: Path | None = None  # where the children's pids are kept for the next launcher
 
     def start(self, name: str, argv: Sequence[str]) -> Child:
         """Start ``argv`` in a new session, so a terminal's Ctrl-C reaches only the launcher."""
@@ -65,13 +75,30 @@ class ChildGroup:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_dies_with(os.getpid()),
         )
         assert process.stdout is not None
         pump = threading.Thread(target=_pump_output, args=(name, process.stdout), daemon=True)
         pump.start()
         child = Child(name=name, process=process, pump=pump, argv=tuple(argv))
         self.children.append(child)
+        self._record_pids()
         return child
+
+    def _record_pids(self) -> None:
+        """Each child's pid and start time (which tells it from a later process of the same
+        pid), rewritten whole so that a reader never sees half a list."""
+        if self.pid_file is None:
+            return
+        alive = []
+        for child in self.children:
+            try:
+                alive.append([child.pid, psutil.Process(child.pid).create_time()])
+            except psutil.Error:
+                continue  # already gone: nothing to stop later
+        partial = self.pid_file.with_suffix(".tmp")
+        partial.write_text(json.dumps(alive))
+        partial.replace(self.pid_file)
 
     def restart(self, child: Child) -> Child:
         """Replace an exited child by a new process of the same command, grandchildren
@@ -119,6 +146,47 @@ class ChildGroup:
         for child in chosen:
             child.pump.join(timeout=2)
             self.children.remove(child)
+        self._record_pids()
+
+
+def _dies_with(parent: int):
+    """A preexec_fn asking the kernel to SIGTERM the child when its parent dies; if the
+    parent died before the request took effect, the child ends at once."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def arrange() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return arrange
+
+
+def stop_left_behind(pid_file: Path) -> list[int]:
+    """Stop the process groups of children an earlier launcher left (its pids in
+    ``pid_file``, killed with it: the parent-death signal may not have ended them, or
+    their own children): SIGTERM, then SIGKILL after ``LEFT_BEHIND_GRACE_S``. Their pids."""
+    try:
+        recorded = json.loads(pid_file.read_text())
+    except (OSError, ValueError):
+        return []
+    left = []
+    for pid, created in recorded:
+        try:
+            process = psutil.Process(pid)
+            if abs(process.create_time() - created) < 0.01:
+                left.append(process)
+        except psutil.Error:
+            continue
+    members = [m for p in left for m in [p, *_descendants(p.pid)]]
+    for process in left:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+    _kill_leftovers(members, deadline=time.monotonic() + LEFT_BEHIND_GRACE_S)
+    pid_file.unlink(missing_ok=True)
+    return [p.pid for p in left]
 
 
 def _descendants(pid: int) -> list[psutil.Process]:

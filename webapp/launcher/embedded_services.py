@@ -50,12 +50,9 @@ class Services:
 def ensure_services(
     *, var_dir: Path, database_url: str | None, redis_url: str | None, services: Services
 ) -> None:
-    """Fill ``services`` with the URLs, starting embedded servers for the unset ones and
-    checking the configured ones (their database is created if missing).
-
-    A server counts as ours to stop if it was not running before, even if its start was
-    interrupted half-way.
-    """
+    """Fill ``services`` with the URLs, starting (or adopting) embedded servers for the unset
+    ones and checking the configured ones (their database is created if missing). Every
+    embedded server is ours to stop, even if its start was interrupted half-way."""
     if database_url is not None and ensure_database(database_url):
         say("[launcher] created the database of DATABASE_URL")
     if redis_url is not None:
@@ -84,10 +81,11 @@ def _ensure_embedded(
     name: str, services: Services, *, running: Callable[[], bool], ensure: Callable[[], str],
     stop: Callable[[], None],
 ) -> str:
-    """Start or reuse one embedded server, watched from now on; its URL. It is ours to stop if
-    it was not running before, even if its start is interrupted half-way."""
-    if not running():
-        services.stoppers.append(stop)
+    """Start or reuse one embedded server, watched from now on; its URL. It is ours to stop
+    even if it was running before: the run lock makes this launcher the only one of its var
+    folder, so a server already running there was left by a launcher that was killed (or
+    started by ``services``), and Ctrl-C must leave nothing behind."""
+    services.stoppers.append(stop)
     url = ensure()
     say(f"[launcher] embedded {name} at {redacted(url)}")
     services.watched[name] = (running, ensure)

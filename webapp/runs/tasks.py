@@ -2,6 +2,7 @@
 
 from celery import shared_task
 
+from webapp.dependencies import beat_tick_record
 from webapp.runs import supervision
 
 
@@ -13,5 +14,7 @@ def run_launch(run_id: int) -> str:
 
 @shared_task(acks_late=True, ignore_result=True)
 def runs_watch() -> list[str]:
-    """Find drivers that died, restart them from their checkpoints, and settle stopped runs."""
+    """Find drivers that died, restart them from their checkpoints, and settle stopped runs.
+    Beat sends it every 2 s, so its run is also the beat's sign of life for ``/healthz``."""
+    beat_tick_record()
     return supervision.runs_watch()

@@ -8,14 +8,23 @@ A replayed epoch finds its claim and writes nothing.
 
 Only the sink schema (``sink_schema``) of the sink database is written, never the
 product's tables; each row carries the run id and the epoch.
+
+A lost connection (the server restarting) is not a crash: each step opens a new connection and
+is tried again with back-off until ``RECONNECT_WITHIN_S`` after the epoch's write began, and
+only then fails the epoch (a transient failure: the run restarts from its checkpoint). Every
+step may be repeated: staging replaces its partition's rows, and the claim makes the commit
+happen once even when its COMMIT reached the server but the answer was lost.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
-from collections.abc import Iterator
+import logging
+import time
+from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg2
 import pyarrow as pa
@@ -28,6 +37,9 @@ from engine.runtime.io.data_access import SINK_DSN_VARIABLE, sink_dsn, sink_sche
 from engine.runtime.io.sinks import Sink
 from engine.runtime.spark.frames import Frame
 
+log = logging.getLogger("streamscale.sink.postgres")
+T = TypeVar("T")
+
 _PG_TYPES = {
     pa.int64(): "bigint",
     pa.int32(): "integer",
@@ -36,6 +48,36 @@ _PG_TYPES = {
     pa.bool_(): "boolean",
 }
 _CONNECTIONS: dict[str, Any] = {}  # one per dsn and Python worker, reused across tasks
+# A PostgreSQL restart, crash recovery included, takes seconds; an epoch waits this long for
+# the server before its run spends a restart.
+RECONNECT_WITHIN_S = 60.0
+FIRST_RETRY_S, MAX_RETRY_S = 0.5, 5.0
+# What psycopg2 raises when the server is gone or restarting (refused, reset, "terminating
+# connection due to administrator command", a closed connection); SQL errors are not among them.
+CONNECTION_LOST = (psycopg2.OperationalError, psycopg2.InterfaceError)
+
+
+class SinkUnreachable(StreamRuntimeError):
+    """The sink database did not answer within ``RECONNECT_WITHIN_S``: a transient failure."""
+
+
+def retrying(step: Callable[[], T], *, what: str, deadline: float) -> T:
+    """``step()``, tried again with back-off while it loses its connection, until ``deadline``
+    (wall clock: executors compare with the driver's). Raises SinkUnreachable naming ``what``."""
+    wait = FIRST_RETRY_S
+    while True:
+        try:
+            return step()
+        except CONNECTION_LOST as error:
+            cause = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+            if time.time() + wait > deadline:
+                raise SinkUnreachable(
+                    f"{what}: the sink database did not answer for {RECONNECT_WITHIN_S:.0f} s "
+                    f"({cause}); a transient failure, the run restarts from its checkpoint"
+                ) from error
+            log.warning("%s: lost the sink database (%s); retried in %.1f s", what, cause, wait)
+        time.sleep(wait)
+        wait = min(wait * 2, MAX_RETRY_S)
 
 
 class PostgresSink(Sink):
@@ -57,20 +99,41 @@ class PostgresSink(Sink):
         self.sink_id = sink_id
 
     def write_epoch(self, df: Frame, epoch: int) -> int:
-        """Stages the rows from where they are, then commits them with the claim."""
-        conn = psycopg2.connect(self.dsn)
-        try:
+        """Stages the rows from where they are, then commits them with the claim; each step
+        waits out a server restart (``retrying``)."""
+        deadline = time.time() + RECONNECT_WITHIN_S
+        what = f"sink.postgres {self.table} epoch {epoch}"
+        schema = _arrow_schema(df)
+        if retrying(lambda: self._prepare(schema, epoch), what=f"{what}: prepare",
+                    deadline=deadline):
+            return 0
+        _stage(df, self.dsn, self.staging, self.sink_id, epoch, deadline)
+        return retrying(
+            lambda: self._connected(lambda conn: _commit(
+                conn, self.commits, self.table, self.staging, (self.sink_id, self.run_id, epoch),
+                schema)),
+            what=f"{what}: commit", deadline=deadline)
+
+    def _prepare(self, schema: pa.Schema, epoch: int) -> bool:
+        """Creates what is missing; True if the epoch is already committed (a replay)."""
+
+        def prepare(conn: Any) -> bool:
             with conn, conn.cursor() as cur:
                 cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
             if _claimed(conn, self.commits, self.sink_id, epoch):
-                return 0
-            schema = _arrow_schema(df)
+                return True
             with conn, conn.cursor() as cur:
                 cur.execute(_create_table_sql(self.table, schema, _TARGET_COLUMNS))
                 cur.execute(_create_table_sql(self.staging, schema, _STAGING_COLUMNS))
-            _stage(df, self.dsn or "", self.staging, self.sink_id, epoch)
-            return _commit(conn, self.commits, self.table, self.staging,
-                           (self.sink_id, self.run_id, epoch), schema)
+            return False
+
+        return self._connected(prepare)
+
+    def _connected(self, step: Callable[[Any], T]) -> T:
+        """``step`` on a new connection: one lost in a restart is never used again."""
+        conn = psycopg2.connect(self.dsn, connect_timeout=5)
+        try:
+            return step(conn)
         finally:
             conn.close()
 
@@ -96,52 +159,67 @@ def _arrow_schema(df: Frame) -> pa.Schema:
     return to_arrow_schema(df.schema, timezone=timezone)
 
 
-def _stage(df: Frame, dsn: str, staging: str, sink_id: str, epoch: int) -> None:
+def _stage(
+    df: Frame, dsn: str, staging: str, sink_id: str, epoch: int, deadline: float
+) -> None:
     """Each partition's rows into the staging table, from where the rows are."""
     if isinstance(df, pa.Table):
-        _stage_batches(dsn, staging, sink_id, epoch, 0, iter(df.to_batches()))
+        _stage_batches(dsn, staging, (sink_id, epoch, 0), iter(df.to_batches()), deadline)
         return
-    task = partial(_stage_partition, dsn, staging, sink_id, epoch)
+    task = partial(_stage_partition, dsn, staging, sink_id, epoch, deadline)
     df.mapInArrow(task, "rows long").collect()
 
 
 def _stage_partition(
-    dsn: str, staging: str, sink_id: str, epoch: int, batches: Iterator[pa.RecordBatch]
+    dsn: str, staging: str, sink_id: str, epoch: int, deadline: float,
+    batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body on an executor: stage this partition, answer its row count."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
     part = context.partitionId() if context is not None else 0
-    rows = _stage_batches(dsn, staging, sink_id, epoch, part, batches)
+    rows = _stage_batches(dsn, staging, (sink_id, epoch, part), batches, deadline)
     yield pa.record_batch([pa.array([rows], pa.int64())], names=["rows"])
 
 
 def _stage_batches(
-    dsn: str, staging: str, sink_id: str, epoch: int, part: int, batches: Iterator[pa.RecordBatch]
+    dsn: str, staging: str, tags: tuple[str, int, int], batches: Iterator[pa.RecordBatch],
+    deadline: float,
 ) -> int:
+    """Stages one partition, waiting out a server restart. The partition's batches are kept
+    for a retry: failing the Spark task instead would compute the epoch's input again, and
+    a retry here costs one partition of one epoch in memory."""
+    kept = [batch for batch in batches if batch.num_rows]
+    what = f"sink.postgres {staging} epoch {tags[1]} partition {tags[2]}: stage"
+    return retrying(lambda: _stage_once(dsn, staging, tags, kept), what=what, deadline=deadline)
+
+
+def _stage_once(
+    dsn: str, staging: str, tags: tuple[str, int, int], batches: list[pa.RecordBatch]
+) -> int:
+    """Replaces what an earlier attempt staged for the partition by its rows."""
     conn = _pooled(dsn)
-    rows = 0
     try:
         with conn, conn.cursor() as cur:
             cur.execute(
                 f"DELETE FROM {staging} WHERE __sink = %s AND __epoch = %s AND __part = %s",
-                (sink_id, epoch, part),
+                tags,
             )
             for batch in batches:
-                if batch.num_rows:
-                    _copy(cur, staging, pa.Table.from_batches([batch]), (sink_id, epoch, part))
-                    rows += batch.num_rows
+                _copy(cur, staging, pa.Table.from_batches([batch]), tags)
     except psycopg2.Error:
         _CONNECTIONS.pop(dsn, None)  # a broken connection is not reused
+        with contextlib.suppress(psycopg2.Error):
+            conn.close()
         raise
-    return rows
+    return sum(batch.num_rows for batch in batches)
 
 
 def _pooled(dsn: str) -> Any:
     conn = _CONNECTIONS.get(dsn)
     if conn is None or conn.closed:
-        conn = psycopg2.connect(dsn)
+        conn = psycopg2.connect(dsn, connect_timeout=5)
         _CONNECTIONS[dsn] = conn
     return conn
 

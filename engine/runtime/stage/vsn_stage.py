@@ -284,13 +284,11 @@ def reemitted(earlier: StageResult, at: StageEpoch) -> StageResult:
 def _replayed_without_job(spec: WindowSpec, at: StageEpoch) -> list[dict[str, Any]] | None:
     """The replay of a window aggregate's epoch that closes no window, done from the store
     on the driver: the instances would only re-emit what the key groups holding the epoch
-    stored, and fire no timer. None (the instances replay it) if one of them stored rows,
-    or if the operator's state is in whole groups. Each instance's report says the groups
+    stored, and fire no timer. None (the instances replay it) if one of them stored rows.
+    Each instance's report says the groups
     it owns that hold the epoch."""
     started = time.perf_counter()
     store = open_store(at.store)
-    if not store.keyed_windows_for(spec.operator):
-        return None
     read_before = store.bytes_read
     marks = store.marks(spec.operator, range(at.key_groups))
     held = sorted(kg for kg, epoch in marks.items() if epoch >= at.epoch)

@@ -1,23 +1,23 @@
-"""Keyed entries as sorted runs: immutable Arrow files, each sorted by a 64-bit hash of
-(timer, field), looked up by binary search, merged size-tiered (a log-structured layout).
+"""Keyed entries as sorted runs: immutable Arrow files, each sorted by a 64-bit hash of the
+entry's key (``FIELD``), looked up by binary search, merged size-tiered (a log-structured
+layout, as Hummock's sorted string tables).
 
 A key group's state is a list of runs, oldest first. A commit adds one run with the
-entries it put, and the timers it fired (tombstones: they hide older runs' entries of those
-timers, not the run's own puts); it writes the runs of all its groups end to end, as one
-record batch of one file. Reading a key is a ``searchsorted`` per run on its memory-mapped
-hash column, newest run first, so it costs the wanted keys times the runs, not the group's
-size; what the searches found is confirmed and gathered per record batch, for all the
-groups whose runs it holds at once (``find``). Runs merge size-tiered: a group keeps a few
-runs of each size, whose sizes grow geometrically, and each entry is rewritten a few times
-over its life instead of with every epoch that touches its group.
+entries it put and, where it expired entries, its bound (``Run.expire``: it hides older
+runs' entries whose timers are at or before it, not the run's own puts); it writes the runs
+of all its groups end to end, as one record batch of one file. Reading a key is a
+``searchsorted`` per run on its memory-mapped hash column, newest run first, so it costs
+the wanted keys times the runs, not the group's size; the newest version found decides
+(an expired one means the key is gone). Runs merge size-tiered: a group keeps a few runs of
+each size, whose sizes grow geometrically, and each entry is rewritten a few times over its
+life instead of with every epoch that touches its group; a merge leaves expired entries out.
 
-Hashes only order and find entries; a match is confirmed on (timer, field), and entries
-whose hashes collide are told apart by the field itself.
+Hashes only order and find entries; a match is confirmed on the key itself.
 
 A run may hold deltas (``Run.delta``: a window's partial aggregates, put without reading
-the stored ones): an entry's value is then its versions folded (``keyed.Combine``), newest
-first down to its newest version in a run of whole values. Merges and fired timers fold
-them (``live_entries``); a lookup (``find``) reads whole values only.
+the stored ones): an entry's value is then its versions folded (``Combine``), newest first
+down to its newest version in a run of whole values. Merges and due timers fold them
+(``live_entries_of_groups``); a lookup (``find``) reads whole values only.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.runtime.errors import StreamRuntimeError
-from engine.runtime.state.keyed import FIELD, TIMER, VALUE, Combine
+from engine.runtime.state.base import FIELD, TIMER, VALUE, Combine
 
 HASH = "h"
 RUN_SCHEMA = pa.schema(
@@ -42,11 +42,8 @@ RUN_SCHEMA = pa.schema(
 _FOUND = pa.schema([RUN_SCHEMA.field(n) for n in (TIMER, FIELD, VALUE)])  # found by ``find``
 # A group keeps up to TIER - 1 runs of each size; the TIER-th merges them into one run of
 # the next size, about TIER times larger (``runs_to_merge``): each entry is rewritten about
-# log_TIER(group's rows / an epoch's rows of it) times. Measured on one instance's epoch
-# (64 groups, 100k rows, 5M keys, Redis store): 3 took 128 ms (median of 40 epochs), 4 took
-# 132 ms, and merging into the run before while it held at most about as many rows as the
-# newer ones (entries rewritten log2 times) 144 ms: its merges, and compressing and sending
-# the merged runs, cost more than the extra run per size costs a lookup.
+# log_TIER(group's rows / an epoch's rows of it) times. Larger tiers cost a lookup more
+# runs than they save in merges (bench state).
 TIER = 3
 SAME_SIZE = 2.0
 MAX_RUNS = 14
@@ -58,8 +55,9 @@ _SHORT = 24  # strings up to this long are hashed one position at a time
 
 @dataclass(frozen=True)
 class Run:
-    """One immutable run: the file holding it (none for a run of tombstones only), its rows
-    and the timers fired when it was written. A commit writes its runs end to end as its
+    """One immutable run: the file holding it (none for a run of no entries), its rows and
+    the bound of the entries it expired (``expire``: older runs' entries with timers at or
+    before it are gone). A commit writes its runs end to end as its
     file's one record batch, the run from row ``start``; a run with no ``start`` is record
     batch ``batch`` whole (files written before, and a run fetched into a file of its own).
     ``batch`` numbers the file's runs either way. A ``delta`` run's entries fold into their
@@ -67,22 +65,22 @@ class Run:
 
     file: str | None
     rows: int
-    fired: tuple[int, ...] = ()
+    expire: int | None = None
     batch: int = 0
     start: int | None = None
     delta: bool = False
 
     def as_json(self) -> list[object]:
-        listed: list[object] = [self.file, self.batch, self.rows, list(self.fired)]
+        listed: list[object] = [self.file, self.batch, self.rows, self.expire]
         if self.delta:
             return [*listed, self.start, 1]
         return listed if self.start is None else [*listed, self.start]
 
     @staticmethod
     def from_json(data: list[Any]) -> Run:
-        name, batch, rows, fired, *rest = data
+        name, batch, rows, expire, *rest = data
         start = rest[0] if rest else None
-        return Run(file=name, rows=int(rows), fired=tuple(fired), batch=int(batch),
+        return Run(file=name, rows=int(rows), expire=expire, batch=int(batch),
                    start=None if start is None else int(start),
                    delta=len(rest) > 1 and bool(rest[1]))
 
@@ -138,10 +136,8 @@ def _fmix(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> np.uint64(33))
 
 
-def entry_hashes(
-    timers: pa.Array | pa.ChunkedArray, fields: pa.Array | pa.ChunkedArray
-) -> np.ndarray:
-    """A 64-bit hash of each (timer, field), vectorised over the strings' bytes."""
+def entry_hashes(fields: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A 64-bit hash of each key, vectorised over the strings' bytes."""
     fields = one_chunk(fields).cast(pa.string())
     count = len(fields)
     if count == 0:
@@ -158,9 +154,7 @@ def entry_hashes(
         by_text = _short_text_hashes(text, offsets[:-1], lengths, longest)
     else:
         by_text = _text_hashes(text[start:end], offsets - start, lengths, count)
-    timer_values = one_chunk(timers).cast(pa.int64()).to_numpy(zero_copy_only=False)
-    by_timer = _fmix(timer_values.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    return _fmix(by_text ^ (lengths.astype(np.uint64) * np.uint64(0x2545F4914F6CDD1D)) ^ by_timer)
+    return _fmix(by_text ^ (lengths.astype(np.uint64) * np.uint64(0x2545F4914F6CDD1D)))
 
 
 def _short_text_hashes(
@@ -315,25 +309,25 @@ class Span:
 
 
 def find(
-    spans: Sequence[Span], timers: np.ndarray, fields: pa.Array, hashes: np.ndarray
+    spans: Sequence[Span], fields: pa.Array, hashes: np.ndarray
 ) -> tuple[np.ndarray, pa.Table]:
-    """The stored entries among the wanted (``timers``, ``fields``, ``hashes`` their
-    ``entry_hashes``, sorted by hash within each span), each from the newest run of its
-    group that holds it and that no newer run's fired timer hides: (positions among the
-    wanted that were found, their entries: ``TIMER``, ``FIELD``, ``VALUE``).
+    """The stored entries among the wanted keys (``fields``, ``hashes`` their
+    ``entry_hashes``, sorted by hash within each span), each the newest version in its
+    group's runs, left out if a newer run expired it: (positions among the wanted that were
+    found, their entries: ``TIMER``, ``FIELD``, ``VALUE``).
 
     Each group's runs are searched newest first, one ``searchsorted`` per run; what the
     groups' runs of one age found is then confirmed and gathered per record batch, in one
     go for all the groups whose runs it holds (a commit writes all its groups' runs as one
-    batch), not per run: an instance's 64 or so groups hold a few runs each, and the calls
-    per run, not the rows, were most of a lookup's time."""
+    batch), not per run: the calls per run, not the rows, are most of a lookup's time."""
     open_rows = np.ones(len(hashes), dtype=bool)
+    bound = np.full(len(hashes), _NEVER, np.int64)  # expired by newer runs: timers <= it
     at = np.zeros(len(hashes), np.int64)  # each wanted entry's row in its run's batch
     found_at: list[np.ndarray] = []
     found_rows: list[pa.Table] = []
     for rank in range(max((len(span.runs) for span in spans), default=0)):
         batches: dict[int, tuple[Batch, list[tuple[Span, Loaded]]]] = {}
-        firing: list[tuple[Span, tuple[int, ...]]] = []  # hide older runs' entries after
+        expiring: list[tuple[Span, int]] = []
         for span in spans:
             if rank >= len(span.runs) or not open_rows[span.first : span.end].any():
                 continue
@@ -341,27 +335,32 @@ def find(
             if run_of(item).delta:
                 raise StreamRuntimeError("a lookup reads whole values, and this key group's "
                                          "runs hold deltas (read them with fire_timers)")
-            if run_of(item).fired:
-                firing.append((span, run_of(item).fired))
+            if run_of(item).expire is not None:
+                expiring.append((span, int(run_of(item).expire)))  # type: ignore[arg-type]
             if isinstance(item, Loaded) and item.table.num_rows:
                 batch, start = item.in_batch()
                 where = np.searchsorted(item.hashes, hashes[span.first : span.end])
                 at[span.first : span.end] = np.minimum(where, len(item.hashes) - 1) + start
                 batches.setdefault(id(batch), (batch, []))[1].append((span, item))
         for batch, searched in batches.values():
-            hits, rows, keys = _confirmed(batch, searched, at, open_rows, hashes, timers, fields)
+            hits, rows = _confirmed(batch, searched, at, open_rows, hashes, fields)
+            open_rows[hits] = False  # the newest version decides, live or expired
+            live = batch.timers[rows] > bound[hits]
+            hits, rows = hits[live], rows[live]
             if len(hits):
-                open_rows[hits] = False
+                taken = pa.array(rows)
                 found_at.append(hits)
                 found_rows.append(pa.Table.from_arrays(
-                    [pa.array(timers[hits]), keys, batch.values.take(pa.array(rows))],
-                    schema=_FOUND))
-        for span, fired in firing:
-            hidden = np.isin(timers[span.first : span.end], np.array(fired, np.int64))
-            open_rows[span.first : span.end] &= ~hidden
+                    [pa.array(batch.timers[rows]), batch.fields.take(taken),
+                     batch.values.take(taken)], schema=_FOUND))
+        for span, expire in expiring:
+            bound[span.first : span.end] = np.maximum(bound[span.first : span.end], expire)
     if not found_rows:
         return np.zeros(0, np.int64), _FOUND.empty_table()
     return np.concatenate(found_at), pa.concat_tables(found_rows)
+
+
+_NEVER = np.iinfo(np.int64).min
 
 
 def _confirmed(
@@ -370,12 +369,11 @@ def _confirmed(
     at: np.ndarray,
     open_rows: np.ndarray,
     hashes: np.ndarray,
-    timers: np.ndarray,
     fields: pa.Array,
-) -> tuple[np.ndarray, np.ndarray, pa.Array]:
-    """Which still open wanted entries of the ``searched`` spans ``batch`` holds at their
-    row ``at`` (same hash, timer and field; entries whose hashes collide are looked for
-    among the rows of the same hash): their positions, rows and fields."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which still open wanted keys of the ``searched`` spans ``batch`` holds at their row
+    ``at`` (same hash and key; keys whose hashes collide are looked for among the rows of
+    the same hash): their positions and rows."""
     chosen = np.zeros(len(hashes), dtype=bool)
     for span, _ in searched:
         chosen[span.first : span.end] = True
@@ -384,52 +382,26 @@ def _confirmed(
     same_hash = batch.hashes[rows] == hashes[wanted]
     wanted, rows = wanted[same_hash], rows[same_hash]
     if not len(wanted):
-        return wanted, rows, batch.fields.slice(0, 0)
-    keys = batch.fields.take(pa.array(rows))
-    same = batch.timers[rows] == timers[wanted]
-    same &= np.asarray(
-        pc.equal(keys, fields.take(pa.array(wanted))).to_numpy(zero_copy_only=False))
-    if not same.all():  # a hash shared by different entries: rare
-        for i in np.flatnonzero(~same):
-            span, run = next((s, r) for s, r in searched if s.first <= wanted[i] < s.end)
-            row = _scan_equal_hash(batch, int(rows[i]), run.in_batch()[1] + run.run.rows,
-                                   int(timers[wanted[i]]), fields[int(wanted[i])].as_py())
-            if row is not None:
-                rows[i], same[i] = row, True
-        wanted, rows = wanted[same], rows[same]
-        keys = batch.fields.take(pa.array(rows))
-    return wanted, rows, keys
+        return wanted, rows
+    same = np.asarray(pc.equal(batch.fields.take(pa.array(rows)),
+                               fields.take(pa.array(wanted))).to_numpy(zero_copy_only=False))
+    for i in np.flatnonzero(~same):  # a hash shared by different keys: rare
+        run = next(r for s, r in searched if s.first <= wanted[i] < s.end)
+        row = _scan_equal_hash(batch, int(rows[i]), run.in_batch()[1] + run.run.rows,
+                               fields[int(wanted[i])].as_py())
+        if row is not None:
+            rows[i], same[i] = row, True
+    return wanted[same], rows[same]
 
 
-def _scan_equal_hash(batch: Batch, first: int, end: int, timer: int, name: str) -> int | None:
-    """The row from ``first`` (before ``end``) with the same hash, ``timer`` and field."""
+def _scan_equal_hash(batch: Batch, first: int, end: int, name: str) -> int | None:
+    """The row from ``first`` (before ``end``) with the same hash and key ``name``."""
     row = first
     while row < end and batch.hashes[row] == batch.hashes[first]:
-        if batch.timers[row] == timer and batch.fields[row].as_py() == name:
+        if batch.fields[row].as_py() == name:
             return row
         row += 1
     return None
-
-
-def live_entries(
-    runs: Sequence[Loaded | Run], until: int | None = None, combine: Combine | None = None
-) -> pa.Table:
-    """The entries ``runs`` (newest first) hold, each (timer, field) once from its newest
-    run, none hidden by a newer run's fired timers; with ``until``, only timers <= it; with
-    ``combine``, each entry's versions folded, newest first down to its newest whole value.
-    Sorted by hash, as a run."""
-    _refuse_deltas(runs, combine)
-    parts = [
-        kept.table.append_column("rank", pa.array(np.full(kept.table.num_rows, rank), pa.int32()))
-        for rank, kept in _live_runs(runs, until)
-    ]
-    if not parts:
-        return RUN_SCHEMA.empty_table()
-    table = pa.concat_tables(parts)
-    if len(parts) > 1:
-        whole = np.array([not run_of(r).delta for r in runs])
-        table = _newest_of_each(table, combine, whole)
-    return table.drop_columns(["rank"])
 
 
 def live_entries_of_groups(
@@ -437,41 +409,46 @@ def live_entries_of_groups(
     until: int | None = None,
     combine: Combine | None = None,
 ) -> dict[int, pa.Table]:
-    """``live_entries`` of several key groups' runs (each group's newest first), in one sort
-    over all of them: a commit merges most of its groups' runs, and a closing epoch fires
-    the timers of every group; one sort and one fold per group cost more in calls than in
-    rows. A newer run's fired timers hide an older run's entries of those timers, as in
-    ``live_entries``. Exact per group, as ``live_entries``, should different entries of a
-    group share a hash."""
+    """The entries each group's runs (newest first) hold, each key once from its newest run
+    that does not expire it, in one sort over all the groups (a commit merges most of its
+    groups' runs, and a closing epoch fires the timers of every group): with ``until``,
+    only timers at or before it; with ``combine``, each key's versions folded, newest first
+    down to its newest whole value. Sorted by hash within each group, as a run."""
     for runs in groups.values():
-        _refuse_deltas(runs, combine)
-    loaded = [(kg, kept) for kg in sorted(groups) for _, kept in _live_runs(groups[kg], until)]
+        if combine is None and any(run_of(r).delta and run_of(r).rows for r in runs):
+            raise StreamRuntimeError("this key group's runs hold deltas, and no combine was "
+                                     "given to fold them")
+    loaded = [(kg, kept) for kg in sorted(groups) for kept in _live_runs(groups[kg], until)]
     if not loaded:
         return {kg: RUN_SCHEMA.empty_table() for kg in groups}
     sizes = [run.table.num_rows for _, run in loaded]
     kgs = np.repeat(np.array([kg for kg, _ in loaded], np.int64), sizes)
     hashes = np.concatenate([run.hashes for _, run in loaded])
-    timers = np.concatenate([run.timers for _, run in loaded])
+    whole = np.repeat([not run.run.delta for _, run in loaded], sizes)
+    table = pa.concat_tables([run.table.select(RUN_SCHEMA.names) for _, run in loaded])
     # By group and hash, newest first among equal hashes: each group's runs come newest
     # first and each is sorted, so the stable sort merges sorted stretches.
     order = entry_order(kgs, hashes, stable=True)
-    table = pa.concat_tables([run.table for _, run in loaded]).take(order)
-    kgs, hashes, timers = kgs[order], hashes[order], timers[order]
+    fields = one_chunk(table[FIELD]).take(pa.array(order))
+    repeat = np.flatnonzero((kgs[order][1:] == kgs[order][:-1])
+                            & (hashes[order][1:] == hashes[order][:-1]))
+    same = np.asarray(pc.equal(fields.take(pa.array(repeat + 1)), fields.take(pa.array(repeat)))
+                      .to_numpy(zero_copy_only=False)) if len(repeat) else np.ones(0, bool)
+    if not same.all():  # different keys of a group share a hash: rare; sort by key too
+        keys = pa.table({"g": kgs, "h": hashes, "f": one_chunk(table[FIELD]),
+                         "n": np.arange(len(kgs))})
+        order = pc.sort_indices(keys, [("g", "ascending"), ("h", "ascending"),
+                                       ("f", "ascending"), ("n", "ascending")]).to_numpy()
+        fields = one_chunk(table[FIELD]).take(pa.array(order))
+        repeat = np.flatnonzero((kgs[order][1:] == kgs[order][:-1])
+                                & (hashes[order][1:] == hashes[order][:-1]))
+        same = np.asarray(pc.equal(fields.take(pa.array(repeat + 1)),
+                                   fields.take(pa.array(repeat))).to_numpy(zero_copy_only=False))
     first = np.ones(len(kgs), dtype=bool)
-    repeat = np.flatnonzero((kgs[1:] == kgs[:-1]) & (hashes[1:] == hashes[:-1]))
-    if len(repeat):
-        fields = one_chunk(table[FIELD])
-        same = (timers[repeat + 1] == timers[repeat]) & np.asarray(
-            pc.equal(fields.take(repeat + 1), fields.take(repeat)).to_numpy(zero_copy_only=False)
-        )
-        if not same.all():  # different entries of a group share a hash: rare
-            return {kg: live_entries(runs, until, combine) for kg, runs in groups.items()}
-        first[repeat + 1] = False
-    if combine is None:
-        table = table.filter(first)
-    else:
-        whole = np.repeat([not run.run.delta for _, run in loaded], sizes)[order]
-        table = _folded(table, first, whole, combine)
+    first[repeat[same] + 1] = False
+    table, kgs = table.take(pa.array(order)), kgs[order]
+    table = table.filter(first) if combine is None else _folded(table, first, whole[order],
+                                                                   combine)
     kgs = kgs[first]
     wanted = np.array(list(groups), np.int64)
     starts = np.searchsorted(kgs, wanted, side="left")
@@ -482,65 +459,25 @@ def live_entries_of_groups(
     }
 
 
-def _live_runs(runs: Sequence[Loaded | Run], until: int | None) -> list[tuple[int, Loaded]]:
-    """(rank, the run's live rows) of each of ``runs`` (newest first) that has some: none
-    that a newer run's fired timers hide, and with ``until``, only timers <= it."""
+def _live_runs(runs: Sequence[Loaded | Run], until: int | None) -> list[Loaded]:
+    """The live rows of each of ``runs`` (newest first) that has some: none that a newer
+    run expired, and with ``until``, only timers at or before it."""
     found = []
-    hidden: set[int] = set()
-    for rank, item in enumerate(runs):
+    bound = _NEVER
+    for item in runs:
         if isinstance(item, Loaded) and item.table.num_rows and (
                 until is None or item.timers.min() <= until):  # most epochs: none due
-            kept = _live_rows(item, until, hidden)
-            if kept.table.num_rows:
-                found.append((rank, kept))
-        hidden.update(run_of(item).fired)
+            keep = item.timers > bound
+            if until is not None:
+                keep &= item.timers <= until
+            if keep.all():
+                found.append(item)
+            elif keep.any():
+                found.append(Loaded(item.run, item.table.filter(pa.array(keep)),
+                                    item.hashes[keep], item.timers[keep]))
+        if run_of(item).expire is not None:
+            bound = max(bound, int(run_of(item).expire))  # type: ignore[arg-type]
     return found
-
-
-def _live_rows(loaded: Loaded, until: int | None, hidden: set[int]) -> Loaded:
-    """``loaded`` without the rows a newer run's fired timers hide (``hidden``), and with
-    ``until``, without those whose timers are later."""
-    if until is None and not hidden:
-        return loaded
-    keep = np.ones(len(loaded.timers), dtype=bool)
-    if until is not None:
-        keep &= loaded.timers <= until
-    if hidden:
-        keep &= ~np.isin(loaded.timers, np.fromiter(hidden, np.int64, len(hidden)))
-    if keep.all():
-        return loaded
-    return Loaded(loaded.run, loaded.table.filter(pa.array(keep)), loaded.hashes[keep],
-                  loaded.timers[keep])
-
-
-def _newest_of_each(
-    table: pa.Table, combine: Combine | None = None, whole: np.ndarray | None = None
-) -> pa.Table:
-    """Rows sorted by hash, each (timer, field) once, from its lowest rank: a NumPy sort on
-    (hash, rank); only where different entries share a hash, a sort on the entries too.
-    With ``combine``, its versions folded down to its newest whole one (``whole``: whether
-    each rank's run holds whole values)."""
-    hashes = one_chunk(table[HASH]).to_numpy()
-    ranks = one_chunk(table["rank"]).to_numpy()
-    order = np.lexsort((ranks, hashes))
-    table = table.take(order)
-    hashes = hashes[order]
-    same_hash = np.flatnonzero(hashes[1:] == hashes[:-1])
-    if len(same_hash):
-        timers = one_chunk(table[TIMER]).to_numpy()
-        fields = one_chunk(table[FIELD])
-        same_entry = (timers[same_hash + 1] == timers[same_hash]) & np.asarray(
-            pc.equal(fields.take(same_hash + 1), fields.take(same_hash)).to_numpy(
-                zero_copy_only=False
-            )
-        )
-        if not same_entry.all():  # different entries share a hash: rare
-            keys = [(HASH, "ascending"), (TIMER, "ascending"), (FIELD, "ascending")]
-            table = table.take(pc.sort_indices(table, [*keys, ("rank", "ascending")]))
-    first = _first_of_each(table)
-    if combine is None or whole is None:
-        return table.filter(first)
-    return _folded(table, first, whole[one_chunk(table["rank"]).to_numpy()], combine)
 
 
 def _folded(table: pa.Table, first: np.ndarray, whole: np.ndarray, combine: Combine) -> pa.Table:
@@ -562,30 +499,6 @@ def _folded(table: pa.Table, first: np.ndarray, whole: np.ndarray, combine: Comb
     return out.set_column(out.schema.get_field_index(VALUE), VALUE, values)
 
 
-def _refuse_deltas(runs: Sequence[Loaded | Run], combine: Combine | None) -> None:
-    """Runs of deltas read without their ``Combine`` would lose the older versions."""
-    if combine is None and any(run_of(r).delta and run_of(r).rows for r in runs):
-        raise StreamRuntimeError("this key group's runs hold deltas, and no combine was given "
-                                 "to fold them")
-
-
-def _first_of_each(table: pa.Table) -> np.ndarray:
-    """True for a row whose (hash, timer, field) differs from the row before it."""
-    hashes = one_chunk(table[HASH]).to_numpy()
-    timers = one_chunk(table[TIMER]).to_numpy()
-    fields = one_chunk(table[FIELD])
-    first = np.ones(table.num_rows, dtype=bool)
-    if table.num_rows > 1:
-        repeat = (hashes[1:] == hashes[:-1]) & (timers[1:] == timers[:-1])
-        where = np.flatnonzero(repeat)
-        if len(where):
-            equal = pc.equal(fields.take(where + 1), fields.take(where)).to_numpy(
-                zero_copy_only=False
-            )
-            first[where[equal] + 1] = False
-    return first
-
-
 def run_of(item: Loaded | Run) -> Run:
     """The run of a group's item, mapped or not."""
     return item.run if isinstance(item, Loaded) else item
@@ -594,9 +507,9 @@ def run_of(item: Loaded | Run) -> Run:
 def runs_to_merge(runs: Sequence[Run]) -> int:
     """How many of the newest runs to merge into one (0 or >= 2), size-tiered: the newest
     ``TIER`` runs merge once they are of one size (the largest holds at most ``SAME_SIZE``
-    times the smallest's rows; a run of tombstones only fits any size), and the run that
-    makes merges again with the runs before it while they are of one size with it; all of
-    them past ``MAX_RUNS``."""
+    times the smallest's rows; a run of no entries fits any size), and the run that makes
+    merges again with the runs before it while they are of one size with it; all of them
+    past ``MAX_RUNS``."""
     if len(runs) > MAX_RUNS:
         return len(runs)
     stack = [(run.rows, 1) for run in runs]  # (rows, runs merged into it), newest last

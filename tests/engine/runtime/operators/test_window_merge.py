@@ -6,17 +6,15 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from bench.layouts import window_task
+from bench.instances import window_task
 from engine.runtime.operators.columns import KG, TIME_US
-from engine.runtime.operators.window_groups import process_group_instance
 from engine.runtime.operators.window_merge import assign_windows
 from engine.runtime.operators.window_spec import parse_window_spec
 from engine.runtime.operators.window_worker import process_window_instance
 from engine.runtime.stage.vsn_worker import InstanceReport
 from engine.runtime.state.memory import MemoryStateStore
 
-# Both layouts must behave alike: keyed entries (Redis) and whole groups (embedded store).
-LAYOUTS = [process_window_instance, process_group_instance]
+LAYOUTS = [process_window_instance]
 
 S = 1_000_000
 SPEC = parse_window_spec(
@@ -163,17 +161,15 @@ NULLABLE = parse_window_spec(
 )
 
 
-def test_keyed_entries_merge_as_whole_groups_do_with_nulls_on_both_stores(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_windows_fold_alike_with_nulls_on_the_memory_and_sqlite_stores(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Over random epochs (values null one time in three, keys seen again across epochs)
-    the keyed layout emits the same windows as whole groups, on the memory and SQLite
-    stores, null partials included."""
+    the memory and SQLite stores emit the same windows, null partials included."""
     import random
 
     from engine.runtime.state import StoreSpec, open_store
 
     rng = random.Random(11)
     stores = {
-        "groups": (process_group_instance, MemoryStateStore()),
         "memory": (process_window_instance, MemoryStateStore()),
         "sqlite": (process_window_instance, open_store(StoreSpec("sqlite", str(tmp_path)))),
     }
@@ -193,33 +189,32 @@ def test_keyed_entries_merge_as_whole_groups_do_with_nulls_on_both_stores(tmp_pa
             out = process(task, InstanceReport(instance=0), rows if events else None, store)
             found = [] if out is None else out.to_pylist()
             emitted[name].append(sorted(found, key=lambda r: (r["k"], r["window_start"])))
-    assert any(emitted["groups"]) and any(r["lo"] is None for e in emitted["groups"] for r in e)
-    assert emitted["memory"] == emitted["groups"]
-    assert emitted["sqlite"] == emitted["groups"]
+    assert any(emitted["memory"]) and any(r["lo"] is None for e in emitted["memory"] for r in e)
+    assert emitted["sqlite"] == emitted["memory"]
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
-def test_stores_that_fold_take_the_input_as_deltas_and_emit_as_whole_groups_do(
+def test_stores_take_the_input_as_deltas_and_emit_as_the_memory_store_does(
     kind, tmp_path, redis_url, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     """On the embedded and the Redis store the instance puts its input's partials without
     reading the stored entries (a lookup would fail here), and over 30 random epochs, with
-    the merges they cause, it emits what whole groups emit, null partials included."""
+    the merges they cause, it emits what the memory store emits, null partials included."""
     import random
     import uuid
 
     from engine.runtime.state import StoreSpec, open_store
-    from engine.runtime.state.runs_entries import SortedRunsEntries
+    from engine.runtime.state.runs_store import RunsStore
 
     def no_lookup(*_: object) -> None:
         raise AssertionError("the instance read the stored entries")
 
-    monkeypatch.setattr(SortedRunsEntries, "read_entries", no_lookup)
+    groups = MemoryStateStore()
+    monkeypatch.setattr(RunsStore, "read_entries", no_lookup)
     location = str(tmp_path) if kind == "sqlite" else redis_url
     folding = open_store(StoreSpec(kind, location, f"fold-{uuid.uuid4().hex[:8]}"))
     if kind == "redis":
         folding.cache_root = str(tmp_path / "cache")
-    groups = MemoryStateStore()
     rng = random.Random(5)
     emitted: dict[str, list] = {"groups": [], "folding": []}  # type: ignore[type-arg]
     deltas = 0  # runs of deltas the groups held after each epoch
@@ -234,11 +229,11 @@ def test_stores_that_fold_take_the_input_as_deltas_and_emit_as_whole_groups_do(
                 TIME_US: pa.array([int(t * S) for _, t, _ in events], pa.int64()),
             })
             watermark = int((epoch / 3 - 1) * S) if epoch else None
-            for name, process, store in (("groups", process_group_instance, groups),
-                                         ("folding", process_window_instance, folding)):
+            for name, store in (("groups", groups), ("folding", folding)):
                 task = window_task(NULLABLE, INPUT, epoch, owners=(0, 0, 0, 0),
                                    watermark_us=watermark)
-                out = process(task, InstanceReport(instance=0), rows if events else None, store)
+                out = process_window_instance(task, InstanceReport(instance=0),
+                                              rows if events else None, store)
                 found = [] if out is None else out.to_pylist()
                 emitted[name].append(sorted(found, key=lambda r: (r["k"], r["window_start"])))
             rows_now = folding._rows("agg", range(4)).values()

@@ -1,6 +1,6 @@
 """A replay of a window epoch that closes no window, checked on the driver from the store
 (``vsn_stage._replayed_without_job``): reports of the groups holding the epoch, or None
-where the instances must replay it (stored rows to re-emit, state in whole groups)."""
+where the instances must replay it (stored rows to re-emit)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import pyarrow as pa
 
 from engine.runtime.operators.window_spec import parse_window_spec
 from engine.runtime.stage.vsn_stage import StageEpoch, _replayed_without_job
-from engine.runtime.state import StoreSpec, open_store
-from engine.runtime.state.keyed import KeyedChanges
+from engine.runtime.state import KeyedChanges, StoreSpec, open_store
 
 SPEC = parse_window_spec(
     "counts",
@@ -46,10 +45,4 @@ def test_stored_rows_leave_the_replay_to_the_instances(tmp_path) -> None:  # typ
     store = open_store(spec)
     emitted = pa.table({"k": [3], "n": [1]})
     store.commit_entries("counts", 5, {3: KeyedChanges(puts=_puts("k3"), emitted=emitted)})
-    assert _replayed_without_job(SPEC, _at(spec, 5)) is None
-
-
-def test_state_in_whole_groups_leaves_the_replay_to_the_instances(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    spec = StoreSpec("files", str(tmp_path), "replay")
-    assert not open_store(spec).keyed_windows_for("counts")
     assert _replayed_without_job(SPEC, _at(spec, 5)) is None

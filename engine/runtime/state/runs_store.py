@@ -1,10 +1,10 @@
-"""The keyed layout as sorted runs (``sorted_runs.py``), whatever holds them: a key group's
-row (its mark, the rows it emitted and its list of runs) and the runs themselves, immutable
+"""The layout as sorted runs (``sorted_runs.py``), whatever holds them: a key group's row
+(its mark, the rows it emitted and its list of runs) and the runs themselves, immutable
 Arrow IPC files. The embedded store keeps the rows in SQLite and the runs in files
-(``sqlite_keyed.py``); the Redis store keeps both in Redis and maps the runs from a local
-cache of their files (``redis_keyed.py``).
+(``sqlite_store.py``); the Redis store keeps both in Redis and maps the runs from a local
+cache of their files (``redis_store.py``); the memory store keeps both in a dict.
 
-This module is what both share: reading entries by key and by due timer from a group's
+This module is what they share: reading entries by key and by due timer from a group's
 runs, and working out a commit's new runs and merges. A store provides ``_rows`` (the
 groups' rows) and ``_open`` (their runs, mapped).
 """
@@ -19,15 +19,16 @@ from functools import lru_cache
 import numpy as np
 import pyarrow as pa
 
-from engine.runtime.state import keyed
-from engine.runtime.state.keyed import (
+from engine.runtime.state.base import (
+    ENTRIES,
     FIELD,
+    FOUND,
     KG,
     TIMER,
     VALUE,
     Combine,
     KeyedChanges,
-    KeyedEntries,
+    StateStore,
 )
 from engine.runtime.state.sorted_runs import (
     HASH,
@@ -56,9 +57,9 @@ class GroupRow:
     text: str
 
 
-class SortedRunsEntries(KeyedEntries):
+class RunsStore(StateStore):
     """Reads and commit planning of the sorted-runs layout; stores provide ``_rows`` and
-    ``_open``."""
+    ``_open``, and commit the plan (``_planned``) with the marks."""
 
     def _rows(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupRow]:
         """The rows of those of ``key_groups`` that have one."""
@@ -68,36 +69,31 @@ class SortedRunsEntries(KeyedEntries):
         """The groups' runs, mapped, oldest first."""
         raise NotImplementedError
 
-    def folds(self, operator: str) -> bool:
-        """Runs may hold deltas (``Run.delta``)."""
-        return True
-
     def marks(self, operator: str, key_groups: Iterable[int]) -> dict[int, int]:
         """Each group's mark."""
         return {kg: row.epoch for kg, row in self._rows(operator, key_groups).items()}
 
     def read_entries(self, operator: str, wanted: pa.Table) -> pa.Table:
-        """A binary search per wanted entry in each of its group's runs, newest first; each
+        """A binary search per wanted key in each of its group's runs, newest first; each
         found entry with its row among ``wanted`` (``AT``)."""
         if wanted.num_rows == 0:
-            return keyed.FOUND.empty_table()
+            return FOUND.empty_table()
         kgs = one_chunk(wanted[KG]).to_numpy(zero_copy_only=False)
-        hashes = entry_hashes(wanted[TIMER], wanted[FIELD])
+        hashes = entry_hashes(wanted[FIELD])
         # Sorted by (group, hash) once: each group's stretch is then sorted for its search.
         order = entry_order(kgs, hashes)
         kgs, hashes = kgs[order], hashes[order]
-        searched = wanted.select([TIMER, FIELD]).take(pa.array(order))
+        searched = one_chunk(wanted[FIELD]).cast(pa.string()).take(pa.array(order))
         groups, starts = np.unique(kgs, return_index=True)
         ends = [*starts[1:].tolist(), len(kgs)]
         opened = self._open(operator, self._rows(operator, groups.tolist()))
         spans = [Span(opened[kg][::-1], start, end)
                  for kg, start, end in zip(groups.tolist(), starts.tolist(), ends, strict=True)
                  if kg in opened]
-        timers = one_chunk(searched[TIMER]).to_numpy(zero_copy_only=False)
-        positions, rows = find(spans, timers, one_chunk(searched[FIELD]).cast(pa.string()), hashes)
+        positions, rows = find(spans, searched, hashes)
         found = pa.Table.from_arrays(
             [pa.array(kgs[positions].astype(np.int32)), rows[TIMER], rows[FIELD], rows[VALUE],
-             pa.array(order[positions])], schema=keyed.FOUND)
+             pa.array(order[positions])], schema=FOUND)
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
 
@@ -110,7 +106,7 @@ class SortedRunsEntries(KeyedEntries):
         found_due = live_entries_of_groups(
             {kg: runs[::-1] for kg, runs in opened.items()}, until, combine)
         parts = [entries_of(kg, due) for kg, due in sorted(found_due.items()) if due.num_rows]
-        found = pa.concat_tables(parts) if parts else keyed.no_entries()
+        found = pa.concat_tables(parts) if parts else ENTRIES.empty_table()
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
 
@@ -141,10 +137,11 @@ class SortedRunsEntries(KeyedEntries):
         a new run merged away in the same commit is never written). With ``combine``, the
         puts are deltas: a new run over older entries is a run of deltas."""
         putting = [kg for kg, c in changes.items() if c.puts is not None and c.puts.num_rows]
-        puts = [changes[kg].puts for kg in putting]
+        puts: list[pa.Table] = [changes[kg].puts for kg in putting]  # type: ignore[misc]
         new_runs: dict[int, pa.Table] = {}
         if puts:
-            sorted_puts = sorted_runs(puts, entry_hashes(*_columns(puts)))
+            fields = pa.chunked_array([c for p in puts for c in p[FIELD].chunks], pa.string())
+            sorted_puts = sorted_runs(puts, entry_hashes(fields))
             new_runs = dict(zip(putting, sorted_puts, strict=True))
         loaded = self._open(operator, before)
         groups: dict[int, list[Loaded | Run]] = {}
@@ -154,9 +151,9 @@ class SortedRunsEntries(KeyedEntries):
                 table = new_runs[kg]
                 delta = combine is not None and _holds_entries(group)
                 group.append(
-                    as_loaded(Run(NEW, table.num_rows, tuple(change.fired), delta=delta), table))
-            elif change.fired:
-                group.append(Run(None, 0, tuple(change.fired)))
+                    as_loaded(Run(NEW, table.num_rows, change.expire, delta=delta), table))
+            elif change.expire is not None and _holds_entries(group):
+                group.append(Run(None, 0, change.expire))
         tables: list[pa.Table] = []
         written = 0
         runs: dict[int, list[Run]] = {}
@@ -197,15 +194,16 @@ class SortedRunsEntries(KeyedEntries):
         assert merged is not None
         merging = group[-count:]
         self.bytes_read += sum(g.table.nbytes for g in merging if isinstance(g, Loaded))
-        fired: tuple[int, ...] = ()
-        if count < len(group):  # older runs remain: the merged run still hides their timers
-            fired = tuple(sorted({t for g in merging for t in run_of(g).fired}))
+        expire = None
+        bounds = [run_of(g).expire for g in merging if run_of(g).expire is not None]
+        if count < len(group) and bounds:  # older runs remain: the merge still expires theirs
+            expire = max(bounds)  # type: ignore[type-var]
         kept = group[:-count]
         if merged.num_rows:
             delta = combine is not None and _holds_entries(kept)
-            kept.append(as_loaded(Run(NEW, merged.num_rows, fired, delta=delta), merged))
-        elif fired:
-            kept.append(Run(None, 0, fired))
+            kept.append(as_loaded(Run(NEW, merged.num_rows, expire, delta=delta), merged))
+        elif expire is not None:
+            kept.append(Run(None, 0, expire))
         return kept
 
 
@@ -243,15 +241,7 @@ def entries_of(kg: int, rows: pa.Table) -> pa.Table:
     """Run rows of group ``kg`` as an entries table."""
     return pa.Table.from_arrays(
         [pa.array(np.full(rows.num_rows, kg, np.int32)), rows[TIMER], rows[FIELD], rows[VALUE]],
-        schema=keyed.ENTRIES,
-    )
-
-
-def _columns(puts: list[pa.Table]) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
-    """The timers and fields of several puts tables, in order (their chunks, not copied)."""
-    return (
-        pa.chunked_array([c for p in puts for c in p[TIMER].chunks], pa.int64()),
-        pa.chunked_array([c for p in puts for c in p[FIELD].chunks], pa.string()),
+        schema=ENTRIES,
     )
 
 

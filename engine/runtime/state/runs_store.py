@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.runtime.state.base import (
     ENTRIES,
@@ -150,10 +151,10 @@ class RunsStore(StateStore):
             if kg in new_runs:
                 table = new_runs[kg]
                 delta = combine is not None and _holds_entries(group)
-                group.append(
-                    as_loaded(Run(NEW, table.num_rows, change.expire, delta=delta), table))
-            elif change.expire is not None and _holds_entries(group):
-                group.append(Run(None, 0, change.expire))
+                group.append(as_loaded(Run(NEW, table.num_rows, change.expire, delta=delta,
+                                           first=_first(table)), table))
+            elif change.expire is not None and _expires_any(group, change.expire):
+                _append_expiry(group, change.expire)
         tables: list[pa.Table] = []
         written = 0
         runs: dict[int, list[Run]] = {}
@@ -201,7 +202,8 @@ class RunsStore(StateStore):
         kept = group[:-count]
         if merged.num_rows:
             delta = combine is not None and _holds_entries(kept)
-            kept.append(as_loaded(Run(NEW, merged.num_rows, expire, delta=delta), merged))
+            kept.append(as_loaded(Run(NEW, merged.num_rows, expire, delta=delta,
+                                      first=_first(merged)), merged))
         elif expire is not None:
             kept.append(Run(None, 0, expire))
         return kept
@@ -218,6 +220,34 @@ def _merge_count(group: Sequence[Loaded | Run], combine: Combine | None) -> int:
     ) and _holds_entries(group[:-count]):
         return len(group)
     return count
+
+
+def _append_expiry(group: list[Loaded | Run], expire: int) -> None:
+    """Appends a run of no entries expiring ``expire``; one the group ends with already
+    takes the later bound instead (both hide the same older runs), so expiries without
+    puts never pile up into runs that would merge a large run for nothing."""
+    newest = run_of(group[-1]) if group else None
+    if newest is not None and newest.file is None and newest.expire is not None:
+        group[-1] = Run(None, 0, max(newest.expire, expire))
+    else:
+        group.append(Run(None, 0, expire))
+
+
+def _first(table: pa.Table) -> int:
+    return int(pc.min(table[TIMER]).as_py())
+
+
+def _expires_any(group: Sequence[Loaded | Run], expire: int) -> bool:
+    """Whether an expiry at ``expire`` may hide any of the group's entries that newer runs
+    do not hide already (else a run for it would cost merges and save nothing)."""
+    bound = None
+    for item in reversed(group):
+        run = run_of(item)
+        if (bound is None or expire > bound) and run.may_hold_timers_until(expire):
+            return True
+        if run.expire is not None:
+            bound = run.expire if bound is None else max(bound, run.expire)
+    return False
 
 
 def _holds_entries(group: Sequence[Loaded | Run]) -> bool:

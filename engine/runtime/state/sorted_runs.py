@@ -55,13 +55,14 @@ _SHORT = 24  # strings up to this long are hashed one position at a time
 
 @dataclass(frozen=True)
 class Run:
-    """One immutable run: the file holding it (none for a run of no entries), its rows and
-    the bound of the entries it expired (``expire``: older runs' entries with timers at or
-    before it are gone). A commit writes its runs end to end as its
-    file's one record batch, the run from row ``start``; a run with no ``start`` is record
-    batch ``batch`` whole (files written before, and a run fetched into a file of its own).
-    ``batch`` numbers the file's runs either way. A ``delta`` run's entries fold into their
-    versions in older runs; the others hold whole values."""
+    """One immutable run: the file holding it (none for a run of no entries), its rows, the
+    bound of the entries it expired (``expire``: older runs' entries with timers at or
+    before it are gone) and its earliest timer (``first``: whether any of its entries can
+    be due or expire is known without reading them). A commit writes its runs end to end
+    as its file's one record batch, the run from row ``start``; a run with no ``start`` is
+    record batch ``batch`` whole (a run fetched into a file of its own). ``batch`` numbers
+    the file's runs either way. A ``delta`` run's entries fold into their versions in older
+    runs; the others hold whole values."""
 
     file: str | None
     rows: int
@@ -69,20 +70,20 @@ class Run:
     batch: int = 0
     start: int | None = None
     delta: bool = False
+    first: int | None = None
 
     def as_json(self) -> list[object]:
-        listed: list[object] = [self.file, self.batch, self.rows, self.expire]
-        if self.delta:
-            return [*listed, self.start, 1]
-        return listed if self.start is None else [*listed, self.start]
+        return [self.file, self.batch, self.rows, self.expire, self.start, int(self.delta),
+                self.first]
 
     @staticmethod
     def from_json(data: list[Any]) -> Run:
-        name, batch, rows, expire, *rest = data
-        start = rest[0] if rest else None
-        return Run(file=name, rows=int(rows), expire=expire, batch=int(batch),
-                   start=None if start is None else int(start),
-                   delta=len(rest) > 1 and bool(rest[1]))
+        name, batch, rows, expire, start, delta, first = data
+        return Run(name, int(rows), expire, int(batch), start, bool(delta), first)
+
+    def may_hold_timers_until(self, until: int) -> bool:
+        """Whether the run holds entries whose timers are at or before ``until``."""
+        return self.rows > 0 and (self.first is None or self.first <= until)
 
 
 @dataclass(frozen=True)
@@ -466,7 +467,7 @@ def _live_runs(runs: Sequence[Loaded | Run], until: int | None) -> list[Loaded]:
     bound = _NEVER
     for item in runs:
         if isinstance(item, Loaded) and item.table.num_rows and (
-                until is None or item.timers.min() <= until):  # most epochs: none due
+                until is None or item.run.may_hold_timers_until(until)):
             keep = item.timers > bound
             if until is not None:
                 keep &= item.timers <= until

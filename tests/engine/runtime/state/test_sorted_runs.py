@@ -495,3 +495,19 @@ def test_entries_found_together_are_each_groups_own(groups, until) -> None:  # t
     for kg, newest_first in runs.items():
         alone = live_entries_of_groups({kg: newest_first}, until, combine=_sums)[kg]
         assert together[kg].to_pylist() == alone.to_pylist()
+
+
+def test_expiries_without_puts_add_one_run_at_most_and_leave_the_large_run(runs_store) -> None:  # type: ignore[no-untyped-def]
+    """Epochs that only expire keep one run of no entries at the group's end: runs of no
+    entries piling up would merge the group's large run for nothing."""
+    store = runs_store
+    store.commit_entries("op", 0, {0: KeyedChanges(_puts({f"k{i}": (100 + i, "v")
+                                                          for i in range(50)}))})
+    for epoch in range(1, 8):
+        store.commit_entries("op", epoch, {0: KeyedChanges(expire=100 + epoch)})
+    store.commit_entries("op", 8, {0: KeyedChanges(expire=103)})  # hides nothing new
+    (row,) = store._rows("op", [0]).values()
+    assert row.epoch == 8
+    assert [(run.rows, run.expire, run.first) for run in row.runs] == [(50, None, 100),
+                                                                       (0, 107, None)]
+    assert set(_read(store, 0, [f"k{i}" for i in range(50)])) == {f"k{i}" for i in range(8, 50)}

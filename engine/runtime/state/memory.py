@@ -10,8 +10,8 @@ from dataclasses import replace
 import pyarrow as pa
 
 from engine.runtime.state.base import Combine, KeyedChanges
-from engine.runtime.state.runs_store import NEW, GroupRow, RunsStore, as_loaded
-from engine.runtime.state.sorted_runs import Loaded, Run
+from engine.runtime.state.runs_store import NEW, GroupRow, RunsStore
+from engine.runtime.state.sorted_runs import Loaded, Run, as_loaded
 
 _NAMES = itertools.count()
 

@@ -209,7 +209,7 @@ class RedisStateStore(RunsStore):
         them, if this machine made it, else from a file of the run alone, fetched from
         Redis first if the cache lacks it (all in one round trip)."""
         directory = self._cache_dir(operator)
-        where: dict[tuple[str, int], tuple[str, int | None]] = {}
+        where: dict[tuple[str, int], tuple[str, bool]] = {}
         missing: list[tuple[int, Run, str]] = []
         for kg, row in rows.items():
             for run in row.runs:
@@ -217,12 +217,12 @@ class RedisStateStore(RunsStore):
                     continue
                 whole = os.path.join(directory, run.file)
                 if whole in _MAPPED or os.path.exists(whole):
-                    where[(run.file, run.batch)] = (whole, None)
+                    where[(run.file, run.batch)] = (whole, False)
                     continue
-                alone = f"{whole}.{run.batch}"
-                where[(run.file, run.batch)] = (alone, 0)
-                if alone not in _MAPPED and not os.path.exists(alone):
-                    missing.append((kg, run, alone))
+                path = f"{whole}.{run.batch}"
+                where[(run.file, run.batch)] = (path, True)
+                if path not in _MAPPED and not os.path.exists(path):
+                    missing.append((kg, run, path))
         if missing:
             self._fetch(operator, missing)
         opened: dict[int, list[Loaded | Run]] = {}
@@ -230,8 +230,8 @@ class RedisStateStore(RunsStore):
             group: list[Loaded | Run] = []
             for run in row.runs:
                 if run.file:
-                    path, batch = where[(run.file, run.batch)]
-                    group.append(_MAPPED.file(path).loaded(run, batch))
+                    path, alone = where[(run.file, run.batch)]
+                    group.append(_MAPPED.file(path).loaded(run, alone))
                 else:
                     group.append(run)
             opened[kg] = group

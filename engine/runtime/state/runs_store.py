@@ -1,13 +1,12 @@
 """The layout as sorted runs (``sorted_runs.py``), whatever holds them: a key group's row
-(its mark, the rows it emitted and its list of runs) and the runs themselves, immutable
-Arrow IPC files. The embedded store keeps the rows in SQLite and the runs in files
-(``sqlite_store.py``); the Redis store keeps both in Redis and maps the runs from a local
-cache of their files (``redis_store.py``); the memory store keeps both in a dict.
+(its mark, the rows it emitted and its list of runs) and the runs themselves. The embedded
+store keeps the rows in SQLite and the runs in files (``sqlite_store.py``); the Redis store
+keeps both in Redis and maps the runs from a local cache of their files
+(``redis_store.py``); the memory store keeps both in dicts.
 
 This module is what they share: reading entries by key and by due timer from a group's
-runs, and working out a commit's new runs and merges. A store provides ``_rows`` (the
-groups' rows) and ``_open`` (their runs, mapped).
-"""
+runs, and planning a commit's new runs and merges. A store provides ``_rows`` (the groups'
+rows) and ``_open`` (their runs, mapped), and commits the plan (``_planned``)."""
 
 from __future__ import annotations
 
@@ -32,10 +31,10 @@ from engine.runtime.state.base import (
     StateStore,
 )
 from engine.runtime.state.sorted_runs import (
-    HASH,
     Loaded,
     Run,
     Span,
+    as_loaded,
     entry_hashes,
     entry_order,
     find,
@@ -59,8 +58,7 @@ class GroupRow:
 
 
 class RunsStore(StateStore):
-    """Reads and commit planning of the sorted-runs layout; stores provide ``_rows`` and
-    ``_open``, and commit the plan (``_planned``) with the marks."""
+    """Reads and commit planning of the sorted-runs layout."""
 
     def _rows(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupRow]:
         """The rows of those of ``key_groups`` that have one."""
@@ -84,13 +82,13 @@ class RunsStore(StateStore):
         # Sorted by (group, hash) once: each group's stretch is then sorted for its search.
         order = entry_order(kgs, hashes)
         kgs, hashes = kgs[order], hashes[order]
-        searched = one_chunk(wanted[FIELD]).cast(pa.string()).take(pa.array(order))
         groups, starts = np.unique(kgs, return_index=True)
         ends = [*starts[1:].tolist(), len(kgs)]
         opened = self._open(operator, self._rows(operator, groups.tolist()))
         spans = [Span(opened[kg][::-1], start, end)
                  for kg, start, end in zip(groups.tolist(), starts.tolist(), ends, strict=True)
                  if kg in opened]
+        searched = one_chunk(wanted[FIELD]).cast(pa.string()).take(pa.array(order))
         positions, rows = find(spans, searched, hashes)
         found = pa.Table.from_arrays(
             [pa.array(kgs[positions].astype(np.int32)), rows[TIMER], rows[FIELD], rows[VALUE],
@@ -101,58 +99,39 @@ class RunsStore(StateStore):
     def fire_timers(
         self, operator: str, key_groups: Iterable[int], until: int, combine: Combine | None = None
     ) -> pa.Table:
-        """The due entries: each run's timers <= ``until``, newest version of each (with
-        ``combine``, its versions folded)."""
+        """The due entries of the groups' runs (with ``combine``, their versions folded)."""
         opened = self._open(operator, self._rows(operator, key_groups))
-        found_due = live_entries_of_groups(
-            {kg: runs[::-1] for kg, runs in opened.items()}, until, combine)
-        parts = [entries_of(kg, due) for kg, due in sorted(found_due.items()) if due.num_rows]
+        due = live_entries_of_groups({kg: runs[::-1] for kg, runs in opened.items()}, until,
+                                     combine)
+        parts = [pa.Table.from_arrays([pa.array(np.full(rows.num_rows, kg, np.int32)),
+                                       *rows.select([TIMER, FIELD, VALUE]).columns],
+                                      schema=ENTRIES)
+                 for kg, rows in sorted(due.items()) if rows.num_rows]
         found = pa.concat_tables(parts) if parts else ENTRIES.empty_table()
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
 
     def _planned(
-        self,
-        operator: str,
-        epoch: int,
-        changes: Mapping[int, KeyedChanges],
+        self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges],
         combine: Combine | None = None,
     ) -> tuple[dict[int, GroupRow], dict[int, KeyedChanges], dict[int, list[Run]], list[pa.Table]]:
-        """A commit's plan: the groups' rows before it, the changes of the groups whose
-        mark is before ``epoch`` (a replay skips the others), and ``_next_runs`` of those."""
+        """A commit's plan: the groups' rows before it; the changes of the groups whose mark
+        is before ``epoch`` (a replay skips the others); each of those groups' runs after
+        its change (a new run, then any merge); and the tables of the runs to write, named
+        ``NEW`` with their index among those tables as their batch and the row where they
+        start once written end to end (``write_runs``; a new run merged away in the same
+        commit is never written)."""
         before = self._rows(operator, changes)
         live = {kg: c for kg, c in changes.items() if kg not in before or before[kg].epoch < epoch}
-        runs, tables = self._next_runs(operator, before, live, combine)
-        return before, live, runs, tables
-
-    def _next_runs(
-        self,
-        operator: str,
-        before: Mapping[int, GroupRow],
-        changes: Mapping[int, KeyedChanges],
-        combine: Combine | None = None,
-    ) -> tuple[dict[int, list[Run]], list[pa.Table]]:
-        """Each group's runs after its change (a new run, then any merge), and the tables
-        of the runs to write, which are named ``NEW`` with their index in those tables as
-        their batch and the row where they start once written end to end (``write_runs``;
-        a new run merged away in the same commit is never written). With ``combine``, the
-        puts are deltas: a new run over older entries is a run of deltas."""
-        putting = [kg for kg, c in changes.items() if c.puts is not None and c.puts.num_rows]
-        puts: list[pa.Table] = [changes[kg].puts for kg in putting]  # type: ignore[misc]
-        new_runs: dict[int, pa.Table] = {}
-        if puts:
-            fields = pa.chunked_array([c for p in puts for c in p[FIELD].chunks], pa.string())
-            sorted_puts = sorted_runs(puts, entry_hashes(fields))
-            new_runs = dict(zip(putting, sorted_puts, strict=True))
+        putting = [kg for kg, c in live.items() if c.puts is not None and c.puts.num_rows]
+        new_runs = dict(zip(putting, sorted_runs([live[kg].puts for kg in putting]),  # type: ignore[misc]
+                            strict=True)) if putting else {}
         loaded = self._open(operator, before)
         groups: dict[int, list[Loaded | Run]] = {}
-        for kg, change in changes.items():
+        for kg, change in live.items():
             group = groups[kg] = list(loaded.get(kg, ()))
             if kg in new_runs:
-                table = new_runs[kg]
-                delta = combine is not None and _holds_entries(group)
-                group.append(as_loaded(Run(NEW, table.num_rows, change.expire, delta=delta,
-                                           first=_first(table)), table))
+                group.append(_new_run(new_runs[kg], change.expire))
             elif change.expire is not None and _expires_any(group, change.expire):
                 _append_expiry(group, change.expire)
         tables: list[pa.Table] = []
@@ -167,74 +146,35 @@ class RunsStore(StateStore):
                     tables.append(item.table)
                     written += item.table.num_rows
                 runs[kg].append(run)
-        return runs, tables
+        return before, live, runs, tables
 
     def _merged(
-        self, groups: Mapping[int, list[Loaded | Run]], combine: Combine | None = None
+        self, groups: dict[int, list[Loaded | Run]], combine: Combine | None = None
     ) -> dict[int, list[Loaded | Run]]:
         """Each group with its newest runs merged into one where ``runs_to_merge`` says;
-        all the merges in one sort (``live_entries_of_groups``).
-        With ``combine``, a merge that takes in a run of whole values goes down to the
-        group's oldest run, so that a merged run holds deltas only or whole values only."""
-        counts = {kg: _merge_count(group, combine) for kg, group in groups.items()}
+        all the merges in one sort (``live_entries_of_groups``). A merge keeps the latest
+        expiry of the runs it takes in while older runs remain, which it still hides."""
+        counts = {kg: runs_to_merge([run_of(g) for g in group]) for kg, group in groups.items()}
         merging = {kg: group[-counts[kg] :][::-1] for kg, group in groups.items() if counts[kg]}
         together = live_entries_of_groups(merging, combine=combine) if merging else {}
-        return {
-            kg: self._merged_group(group, counts[kg], together.get(kg), combine)
-            for kg, group in groups.items()
-        }
-
-    def _merged_group(
-        self, group: list[Loaded | Run], count: int, merged: pa.Table | None,
-        combine: Combine | None = None,
-    ) -> list[Loaded | Run]:
-        """``group`` with its ``count`` newest runs merged into one (``merged``: their live
-        entries, found with the other groups')."""
-        if not count:
-            return group
-        assert merged is not None
-        merging = group[-count:]
-        self.bytes_read += sum(g.table.nbytes for g in merging if isinstance(g, Loaded))
-        expire = None
-        bounds = [run_of(g).expire for g in merging if run_of(g).expire is not None]
-        if count < len(group) and bounds:  # older runs remain: the merge still expires theirs
-            expire = max(bounds)  # type: ignore[type-var]
-        kept = group[:-count]
-        if merged.num_rows:
-            delta = combine is not None and _holds_entries(kept)
-            kept.append(as_loaded(Run(NEW, merged.num_rows, expire, delta=delta,
-                                      first=_first(merged)), merged))
-        elif expire is not None:
-            kept.append(Run(None, 0, expire))
-        return kept
+        for kg, count in counts.items():
+            if not count:
+                continue
+            group = groups[kg]
+            self.bytes_read += sum(g.table.nbytes for g in group[-count:] if isinstance(g, Loaded))
+            bounds = [run_of(g).expire for g in group[-count:] if run_of(g).expire is not None]
+            expire = max(bounds) if bounds and count < len(group) else None  # type: ignore[type-var]
+            del group[-count:]
+            if together[kg].num_rows:
+                group.append(_new_run(together[kg], expire))
+            elif expire is not None:
+                group.append(Run(None, 0, expire))
+        return groups
 
 
-def _merge_count(group: Sequence[Loaded | Run], combine: Combine | None) -> int:
-    """``runs_to_merge`` of the group; with ``combine``, all of its runs if those merging
-    take in a run of whole values over older entries (a merged run must be all deltas, or
-    all whole values: the runs a group kept from before its operator put deltas)."""
-    runs = [run_of(g) for g in group]
-    count = runs_to_merge(runs)
-    if combine is not None and count and any(
-        run.rows and not run.delta for run in runs[-count:]
-    ) and _holds_entries(group[:-count]):
-        return len(group)
-    return count
-
-
-def _append_expiry(group: list[Loaded | Run], expire: int) -> None:
-    """Appends a run of no entries expiring ``expire``; one the group ends with already
-    takes the later bound instead (both hide the same older runs), so expiries without
-    puts never pile up into runs that would merge a large run for nothing."""
-    newest = run_of(group[-1]) if group else None
-    if newest is not None and newest.file is None and newest.expire is not None:
-        group[-1] = Run(None, 0, max(newest.expire, expire))
-    else:
-        group.append(Run(None, 0, expire))
-
-
-def _first(table: pa.Table) -> int:
-    return int(pc.min(table[TIMER]).as_py())
+def _new_run(table: pa.Table, expire: int | None) -> Loaded:
+    first = int(pc.min(table[TIMER]).as_py())
+    return as_loaded(Run(NEW, table.num_rows, expire, first=first), table)
 
 
 def _expires_any(group: Sequence[Loaded | Run], expire: int) -> bool:
@@ -250,9 +190,15 @@ def _expires_any(group: Sequence[Loaded | Run], expire: int) -> bool:
     return False
 
 
-def _holds_entries(group: Sequence[Loaded | Run]) -> bool:
-    """Whether any of the runs holds entries (not only fired timers)."""
-    return any(run_of(g).rows for g in group)
+def _append_expiry(group: list[Loaded | Run], expire: int) -> None:
+    """Appends a run of no entries expiring ``expire``; one the group ends with already
+    takes the later bound instead (both hide the same older runs), so expiries without
+    puts never pile up into runs that would merge a large run for nothing."""
+    newest = run_of(group[-1]) if group else None
+    if newest is not None and newest.file is None and newest.expire is not None:
+        group[-1] = Run(None, 0, max(newest.expire, expire))
+    else:
+        group.append(Run(None, 0, expire))
 
 
 @lru_cache(maxsize=8192)
@@ -265,17 +211,3 @@ def runs_from_json(text: str) -> tuple[Run, ...]:
 def runs_json(runs: Sequence[Run]) -> str:
     """A group's list of runs as stored."""
     return json.dumps([run.as_json() for run in runs])
-
-
-def entries_of(kg: int, rows: pa.Table) -> pa.Table:
-    """Run rows of group ``kg`` as an entries table."""
-    return pa.Table.from_arrays(
-        [pa.array(np.full(rows.num_rows, kg, np.int32)), rows[TIMER], rows[FIELD], rows[VALUE]],
-        schema=ENTRIES,
-    )
-
-
-def as_loaded(run: Run, table: pa.Table) -> Loaded:
-    """A run not yet written, with its table."""
-    return Loaded(run, table, table[HASH].to_numpy(), table[TIMER].to_numpy())
-

@@ -1,4 +1,4 @@
-"""Keyed entries as sorted runs: immutable Arrow files, each sorted by a 64-bit hash of the
+"""Entries as sorted runs: immutable Arrow files, each sorted by a 64-bit hash of the
 entry's key (``FIELD``), looked up by binary search, merged size-tiered (a log-structured
 layout, as Hummock's sorted string tables).
 
@@ -9,15 +9,12 @@ of all its groups end to end, as one record batch of one file. Reading a key is 
 ``searchsorted`` per run on its memory-mapped hash column, newest run first, so it costs
 the wanted keys times the runs, not the group's size; the newest version found decides
 (an expired one means the key is gone). Runs merge size-tiered: a group keeps a few runs of
-each size, whose sizes grow geometrically, and each entry is rewritten a few times over its
+each size, whose sizes grow geometrically, so each entry is rewritten a few times over its
 life instead of with every epoch that touches its group; a merge leaves expired entries out.
 
-Hashes only order and find entries; a match is confirmed on the key itself.
-
-A run may hold deltas (``Run.delta``: a window's partial aggregates, put without reading
-the stored ones): an entry's value is then its versions folded (``Combine``), newest first
-down to its newest version in a run of whole values. Merges and due timers fold them
-(``live_entries_of_groups``); a lookup (``find``) reads whole values only.
+Hashes only order and find entries; a match is confirmed on the key itself. An operator
+that folds (``Combine``) puts every version as a delta: reading it folds all its versions,
+newest first; the others' newest version is the value.
 """
 
 from __future__ import annotations
@@ -32,7 +29,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.runtime.errors import StreamRuntimeError
 from engine.runtime.state.base import FIELD, TIMER, VALUE, Combine
 
 HASH = "h"
@@ -47,10 +43,9 @@ _FOUND = pa.schema([RUN_SCHEMA.field(n) for n in (TIMER, FIELD, VALUE)])  # foun
 TIER = 3
 SAME_SIZE = 2.0
 MAX_RUNS = 14
-
+_NEVER = np.iinfo(np.int64).min
 _P = 0x100000001B3
 _POWERS = np.array([pow(_P, i, 1 << 64) for i in range(256)], dtype=np.uint64)
-_SHORT = 24  # strings up to this long are hashed one position at a time
 
 
 @dataclass(frozen=True)
@@ -59,27 +54,22 @@ class Run:
     bound of the entries it expired (``expire``: older runs' entries with timers at or
     before it are gone) and its earliest timer (``first``: whether any of its entries can
     be due or expire is known without reading them). A commit writes its runs end to end
-    as its file's one record batch, the run from row ``start``; a run with no ``start`` is
-    record batch ``batch`` whole (a run fetched into a file of its own). ``batch`` numbers
-    the file's runs either way. A ``delta`` run's entries fold into their versions in older
-    runs; the others hold whole values."""
+    as its file's one record batch, numbered ``batch``, the run from row ``start``."""
 
     file: str | None
     rows: int
     expire: int | None = None
     batch: int = 0
-    start: int | None = None
-    delta: bool = False
+    start: int = 0
     first: int | None = None
 
     def as_json(self) -> list[object]:
-        return [self.file, self.batch, self.rows, self.expire, self.start, int(self.delta),
-                self.first]
+        return [self.file, self.batch, self.rows, self.expire, self.start, self.first]
 
     @staticmethod
     def from_json(data: list[Any]) -> Run:
-        name, batch, rows, expire, start, delta, first = data
-        return Run(name, int(rows), expire, int(batch), start, bool(delta), first)
+        name, batch, rows, expire, start, first = data
+        return Run(name, int(rows), expire, int(batch), int(start), first)
 
     def may_hold_timers_until(self, until: int) -> bool:
         """Whether the run holds entries whose timers are at or before ``until``."""
@@ -88,9 +78,9 @@ class Run:
 
 @dataclass(frozen=True)
 class Batch:
-    """A record batch holding runs end to end, and its hash and timer columns as NumPy
-    views: a lookup searches each run apart, then confirms and gathers what it found in
-    all the batch's runs at once."""
+    """A record batch holding runs end to end, its columns as NumPy views and arrays: a
+    lookup searches each run apart, then confirms and gathers what it found in all the
+    batch's runs at once."""
 
     table: pa.Table
     hashes: np.ndarray = field(repr=False)
@@ -100,19 +90,14 @@ class Batch:
 
     @staticmethod
     def of(table: pa.Table) -> Batch:
-        return Batch(
-            table,
-            one_chunk(table[HASH]).to_numpy(zero_copy_only=True),
-            one_chunk(table[TIMER]).to_numpy(zero_copy_only=True),
-            one_chunk(table[FIELD]),
-            one_chunk(table[VALUE]),
-        )
+        columns = [one_chunk(table[name]) for name in RUN_SCHEMA.names]
+        return Batch(table, columns[0].to_numpy(), columns[1].to_numpy(), *columns[2:])
 
 
 @dataclass
 class Loaded:
-    """A run with its table (memory-mapped) and its hash column as a NumPy view, and the
-    batch it is rows ``start`` onwards of (none: the run is a batch of its own)."""
+    """A run with its rows (memory-mapped), their hashes and timers as NumPy views, and the
+    batch it is rows ``start`` onwards of (none yet: a run not written)."""
 
     run: Run
     table: pa.Table
@@ -124,74 +109,38 @@ class Loaded:
     def in_batch(self) -> tuple[Batch, int]:
         """The batch holding the run and the run's first row in it."""
         if self.source is None:
-            self.source = Batch.of(self.table.combine_chunks())
-            self.start = 0
+            self.source, self.start = Batch.of(self.table.combine_chunks()), 0
         return self.source, self.start
 
 
-def _fmix(h: np.ndarray) -> np.ndarray:
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xFF51AFD7ED558CCD)
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xC4CEB9FE1A85EC53)
-    return h ^ (h >> np.uint64(33))
+def as_loaded(run: Run, table: pa.Table) -> Loaded:
+    """A run with its table, not from a file."""
+    return Loaded(run, table, one_chunk(table[HASH]).to_numpy(),
+                  one_chunk(table[TIMER]).to_numpy())
 
 
 def entry_hashes(fields: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """A 64-bit hash of each key, vectorised over the strings' bytes."""
-    fields = one_chunk(fields).cast(pa.string())
-    count = len(fields)
-    if count == 0:
-        return np.zeros(0, dtype=np.uint64)
-    offsets = np.frombuffer(fields.buffers()[1], dtype=np.int32)[
-        fields.offset : fields.offset + count + 1
-    ]
-    start, end = int(offsets[0]), int(offsets[-1])
-    lengths = np.diff(offsets).astype(np.int64)
-    data_buffer = fields.buffers()[2]
-    text = np.zeros(0, np.uint8) if data_buffer is None else np.frombuffer(data_buffer, np.uint8)
-    longest = int(lengths.max())
-    if longest <= _SHORT:
-        by_text = _short_text_hashes(text, offsets[:-1], lengths, longest)
-    else:
-        by_text = _text_hashes(text[start:end], offsets - start, lengths, count)
-    return _fmix(by_text ^ (lengths.astype(np.uint64) * np.uint64(0x2545F4914F6CDD1D)))
-
-
-def _short_text_hashes(
-    text: np.ndarray, starts: np.ndarray, lengths: np.ndarray, longest: int
-) -> np.ndarray:
-    """sum(byte[i] * P**i) per string, one step per position (short strings)."""
-    hashes = np.zeros(len(starts), np.uint64)
-    starts = starts.astype(np.int64)
-    for position in range(longest):
-        active = lengths > position
-        if active.all():
-            hashes += text[starts + position].astype(np.uint64) * _POWERS[position]
-        else:
-            at = np.flatnonzero(active)
-            hashes[at] += text[starts[at] + position].astype(np.uint64) * _POWERS[position]
-    return hashes
-
-
-def _text_hashes(
-    data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, count: int
-) -> np.ndarray:
-    """sum(byte[i] * P**i) per string, over all bytes at once (long strings)."""
-    values = data.astype(np.uint64)
-    owner = np.repeat(np.arange(count), lengths)
-    position = np.arange(len(values)) - offsets[:-1][owner]
-    powers = _powers(int(lengths.max()))
-    sums = np.concatenate(([np.uint64(0)], np.cumsum(values * powers[position], dtype=np.uint64)))
-    relative = offsets.astype(np.int64)
-    return sums[relative[1:]] - sums[relative[:-1]]
-
-
-def _powers(longest: int) -> np.ndarray:
+    """A 64-bit hash of each key: sum(byte[i] * P**i) over its bytes, mixed with its length,
+    vectorised over all the strings' bytes at once."""
     global _POWERS
-    if longest > len(_POWERS):
-        _POWERS = np.array([pow(_P, i, 1 << 64) for i in range(2 * longest)], dtype=np.uint64)
-    return _POWERS
+    fields = one_chunk(fields).cast(pa.string())
+    if len(fields) == 0:
+        return np.zeros(0, dtype=np.uint64)
+    offsets = np.frombuffer(fields.buffers()[1], np.int32)[
+        fields.offset : fields.offset + len(fields) + 1].astype(np.int64)
+    lengths = np.diff(offsets)
+    data = fields.buffers()[2]
+    text = (np.zeros(0, np.uint8) if data is None else np.frombuffer(data, np.uint8))[
+        offsets[0] : offsets[-1]].astype(np.uint64)
+    if lengths.max() > len(_POWERS):
+        _POWERS = np.array([pow(_P, i, 1 << 64) for i in range(2 * lengths.max())], np.uint64)
+    position = np.arange(len(text)) - np.repeat(offsets[:-1] - offsets[0], lengths)
+    sums = np.concatenate(([np.uint64(0)], np.cumsum(text * _POWERS[position], dtype=np.uint64)))
+    by_text = sums[offsets[1:] - offsets[0]] - sums[offsets[:-1] - offsets[0]]
+    h = by_text ^ (lengths.astype(np.uint64) * np.uint64(0x2545F4914F6CDD1D))
+    for shift, factor in ((33, 0xFF51AFD7ED558CCD), (33, 0xC4CEB9FE1A85EC53)):  # fmix64
+        h = (h ^ (h >> np.uint64(shift))) * np.uint64(factor)
+    return h ^ (h >> np.uint64(33))
 
 
 def one_chunk(array: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -206,8 +155,8 @@ def entry_order(groups: np.ndarray, hashes: np.ndarray, *, stable: bool = False)
     key made of the group and the hash's top 48 bits (several times faster than
     ``np.lexsort``), checked against the whole hashes, which differ in those bits alone so
     rarely that a ``lexsort`` then is no cost (nor for groups past 2**16, which the key
-    cannot hold; key groups stop at 32768). ``stable`` keeps entries of equal (group, hash)
-    in their order (a stable sort is quick on runs already sorted)."""
+    cannot hold). ``stable`` keeps entries of equal (group, hash) in their order (a stable
+    sort is quick on runs already sorted)."""
     if not len(hashes):
         return np.zeros(0, np.int64)
     if groups.min() < 0 or groups.max() >= 1 << 16:
@@ -220,25 +169,19 @@ def entry_order(groups: np.ndarray, hashes: np.ndarray, *, stable: bool = False)
     return order
 
 
-def sorted_runs(puts: Sequence[pa.Table], hashes: np.ndarray) -> list[pa.Table]:
-    """Each of ``puts`` (``TIMER``, ``FIELD``, ``VALUE`` rows; ``hashes`` their
-    ``entry_hashes``, in order) as a run table sorted by hash, all in one sort: a commit
-    makes a run for most of its groups."""
-    sizes = [table.num_rows for table in puts]
-    owner = np.repeat(np.arange(len(puts)), sizes)
-    order = entry_order(owner, hashes)
-
+def sorted_runs(puts: Sequence[pa.Table]) -> list[pa.Table]:
+    """Each of ``puts`` (``TIMER``, ``FIELD``, ``VALUE`` rows) as a run table sorted by hash,
+    all in one sort: a commit makes a run for most of its groups."""
     def column(name: str) -> pa.ChunkedArray:
         kind = RUN_SCHEMA.field(name).type
-        return pa.chunked_array(
-            [chunk for table in puts for chunk in table[name].cast(kind).chunks], kind
-        )
+        return pa.chunked_array([c for table in puts for c in table[name].cast(kind).chunks], kind)
 
+    sizes = [table.num_rows for table in puts]
+    hashes = entry_hashes(column(FIELD))
+    order = entry_order(np.repeat(np.arange(len(puts)), sizes), hashes)
     runs = pa.Table.from_arrays(
         [pa.array(hashes[order], pa.uint64()),
-         *[column(name).take(order) for name in (TIMER, FIELD, VALUE)]],
-        schema=RUN_SCHEMA,
-    )
+         *[column(name).take(order) for name in (TIMER, FIELD, VALUE)]], schema=RUN_SCHEMA)
     starts = np.concatenate(([0], np.cumsum(sizes))).tolist()
     return [runs.slice(start, end - start) for start, end in pairwise(starts)]
 
@@ -253,31 +196,20 @@ def write_runs(path: str, tables: Sequence[pa.Table]) -> int:
 
 
 class RunFile:
-    """A file of runs, memory-mapped: its batches are read without copying."""
+    """A file of runs, memory-mapped: its batch is read without copying, and its views
+    made once (a file never changes, and a group reads its runs every epoch)."""
 
     def __init__(self, path: str) -> None:
-        self.reader = pa.ipc.open_file(pa.memory_map(path, "r"))
-        self._batches: dict[int, Batch] = {}
+        reader = pa.ipc.open_file(pa.memory_map(path, "r"))
+        self.batch = Batch.of(pa.Table.from_batches([reader.get_batch(0)]))
 
-    def loaded(self, run: Run, batch: int | None = None) -> Loaded:
-        """The run: its rows of the file's one batch (``run.start``), or its batch whole
-        (``run.batch``, or ``batch``: a file holding that run alone). Each batch's views are
-        made once: a file never changes, and a group reads its runs every epoch."""
-        if batch is None and run.start is not None:
-            whole = self._batch(0)
-            end = run.start + run.rows
-            return Loaded(run, whole.table.slice(run.start, run.rows),
-                          whole.hashes[run.start : end], whole.timers[run.start : end],
-                          whole, run.start)
-        whole = self._batch(run.batch if batch is None else batch)
-        return Loaded(run, whole.table, whole.hashes, whole.timers, whole, 0)
-
-    def _batch(self, index: int) -> Batch:
-        found = self._batches.get(index)
-        if found is None:
-            found = self._batches[index] = Batch.of(
-                pa.Table.from_batches([self.reader.get_batch(index)]))
-        return found
+    def loaded(self, run: Run, alone: bool = False) -> Loaded:
+        """The run: its rows of the file's batch, from ``run.start`` (or the whole batch:
+        a file holding the run ``alone``)."""
+        start, whole = (0 if alone else run.start), self.batch
+        end = start + run.rows
+        return Loaded(run, whole.table.slice(start, run.rows), whole.hashes[start:end],
+                      whole.timers[start:end], whole, start)
 
 
 class MappedFiles(dict[str, RunFile]):
@@ -301,8 +233,8 @@ class MappedFiles(dict[str, RunFile]):
 
 @dataclass(frozen=True)
 class Span:
-    """One key group's wanted entries (rows ``first`` to ``end`` of the sorted wanted) and
-    its runs, newest first."""
+    """One key group's wanted keys (rows ``first`` to ``end`` of the sorted wanted) and its
+    runs, newest first."""
 
     runs: Sequence[Loaded | Run]
     first: int
@@ -323,7 +255,7 @@ def find(
     batch), not per run: the calls per run, not the rows, are most of a lookup's time."""
     open_rows = np.ones(len(hashes), dtype=bool)
     bound = np.full(len(hashes), _NEVER, np.int64)  # expired by newer runs: timers <= it
-    at = np.zeros(len(hashes), np.int64)  # each wanted entry's row in its run's batch
+    at = np.zeros(len(hashes), np.int64)  # each wanted key's row in its run's batch
     found_at: list[np.ndarray] = []
     found_rows: list[pa.Table] = []
     for rank in range(max((len(span.runs) for span in spans), default=0)):
@@ -333,11 +265,8 @@ def find(
             if rank >= len(span.runs) or not open_rows[span.first : span.end].any():
                 continue
             item = span.runs[rank]
-            if run_of(item).delta:
-                raise StreamRuntimeError("a lookup reads whole values, and this key group's "
-                                         "runs hold deltas (read them with fire_timers)")
             if run_of(item).expire is not None:
-                expiring.append((span, int(run_of(item).expire)))  # type: ignore[arg-type]
+                expiring.append((span, run_of(item).expire))  # type: ignore[arg-type]
             if isinstance(item, Loaded) and item.table.num_rows:
                 batch, start = item.in_batch()
                 where = np.searchsorted(item.hashes, hashes[span.first : span.end])
@@ -348,20 +277,15 @@ def find(
             open_rows[hits] = False  # the newest version decides, live or expired
             live = batch.timers[rows] > bound[hits]
             hits, rows = hits[live], rows[live]
-            if len(hits):
-                taken = pa.array(rows)
-                found_at.append(hits)
-                found_rows.append(pa.Table.from_arrays(
-                    [pa.array(batch.timers[rows]), batch.fields.take(taken),
-                     batch.values.take(taken)], schema=_FOUND))
+            found_at.append(hits)
+            found_rows.append(pa.Table.from_arrays(
+                [pa.array(batch.timers[rows]), batch.fields.take(pa.array(rows)),
+                 batch.values.take(pa.array(rows))], schema=_FOUND))
         for span, expire in expiring:
             bound[span.first : span.end] = np.maximum(bound[span.first : span.end], expire)
     if not found_rows:
         return np.zeros(0, np.int64), _FOUND.empty_table()
     return np.concatenate(found_at), pa.concat_tables(found_rows)
-
-
-_NEVER = np.iinfo(np.int64).min
 
 
 def _confirmed(
@@ -382,27 +306,17 @@ def _confirmed(
     rows = at[wanted]
     same_hash = batch.hashes[rows] == hashes[wanted]
     wanted, rows = wanted[same_hash], rows[same_hash]
-    if not len(wanted):
-        return wanted, rows
     same = np.asarray(pc.equal(batch.fields.take(pa.array(rows)),
                                fields.take(pa.array(wanted))).to_numpy(zero_copy_only=False))
     for i in np.flatnonzero(~same):  # a hash shared by different keys: rare
         run = next(r for s, r in searched if s.first <= wanted[i] < s.end)
-        row = _scan_equal_hash(batch, int(rows[i]), run.in_batch()[1] + run.run.rows,
-                               fields[int(wanted[i])].as_py())
-        if row is not None:
-            rows[i], same[i] = row, True
+        row, end, name = int(rows[i]), run.in_batch()[1] + run.run.rows, fields[int(wanted[i])]
+        while row < end and batch.hashes[row] == hashes[wanted[i]]:
+            if batch.fields[row] == name:
+                rows[i], same[i] = row, True
+                break
+            row += 1
     return wanted[same], rows[same]
-
-
-def _scan_equal_hash(batch: Batch, first: int, end: int, name: str) -> int | None:
-    """The row from ``first`` (before ``end``) with the same hash and key ``name``."""
-    row = first
-    while row < end and batch.hashes[row] == batch.hashes[first]:
-        if batch.fields[row].as_py() == name:
-            return row
-        row += 1
-    return None
 
 
 def live_entries_of_groups(
@@ -410,54 +324,48 @@ def live_entries_of_groups(
     until: int | None = None,
     combine: Combine | None = None,
 ) -> dict[int, pa.Table]:
-    """The entries each group's runs (newest first) hold, each key once from its newest run
-    that does not expire it, in one sort over all the groups (a commit merges most of its
-    groups' runs, and a closing epoch fires the timers of every group): with ``until``,
-    only timers at or before it; with ``combine``, each key's versions folded, newest first
-    down to its newest whole value. Sorted by hash within each group, as a run."""
-    for runs in groups.values():
-        if combine is None and any(run_of(r).delta and run_of(r).rows for r in runs):
-            raise StreamRuntimeError("this key group's runs hold deltas, and no combine was "
-                                     "given to fold them")
+    """The entries each group's runs (newest first) hold, each key once, none a newer run
+    expired, in one sort over all the groups (a commit merges most of its groups' runs, and
+    a closing epoch fires the timers of every group): with ``until``, only timers at or
+    before it; with ``combine``, each key's versions folded, else its newest. Sorted by
+    hash within each group, as a run."""
     loaded = [(kg, kept) for kg in sorted(groups) for kept in _live_runs(groups[kg], until)]
     if not loaded:
         return {kg: RUN_SCHEMA.empty_table() for kg in groups}
     sizes = [run.table.num_rows for _, run in loaded]
     kgs = np.repeat(np.array([kg for kg, _ in loaded], np.int64), sizes)
     hashes = np.concatenate([run.hashes for _, run in loaded])
-    whole = np.repeat([not run.run.delta for _, run in loaded], sizes)
     table = pa.concat_tables([run.table.select(RUN_SCHEMA.names) for _, run in loaded])
     # By group and hash, newest first among equal hashes: each group's runs come newest
     # first and each is sorted, so the stable sort merges sorted stretches.
     order = entry_order(kgs, hashes, stable=True)
-    fields = one_chunk(table[FIELD]).take(pa.array(order))
-    repeat = np.flatnonzero((kgs[order][1:] == kgs[order][:-1])
-                            & (hashes[order][1:] == hashes[order][:-1]))
-    same = np.asarray(pc.equal(fields.take(pa.array(repeat + 1)), fields.take(pa.array(repeat)))
-                      .to_numpy(zero_copy_only=False)) if len(repeat) else np.ones(0, bool)
+    repeat, same = _repeats(kgs, hashes, table, order)
     if not same.all():  # different keys of a group share a hash: rare; sort by key too
         keys = pa.table({"g": kgs, "h": hashes, "f": one_chunk(table[FIELD]),
                          "n": np.arange(len(kgs))})
-        order = pc.sort_indices(keys, [("g", "ascending"), ("h", "ascending"),
-                                       ("f", "ascending"), ("n", "ascending")]).to_numpy()
-        fields = one_chunk(table[FIELD]).take(pa.array(order))
-        repeat = np.flatnonzero((kgs[order][1:] == kgs[order][:-1])
-                                & (hashes[order][1:] == hashes[order][:-1]))
-        same = np.asarray(pc.equal(fields.take(pa.array(repeat + 1)),
-                                   fields.take(pa.array(repeat))).to_numpy(zero_copy_only=False))
+        order = pc.sort_indices(keys, [(name, "ascending") for name in "ghfn"]).to_numpy()
+        repeat, same = _repeats(kgs, hashes, table, order)
     first = np.ones(len(kgs), dtype=bool)
     first[repeat[same] + 1] = False
-    table, kgs = table.take(pa.array(order)), kgs[order]
-    table = table.filter(first) if combine is None else _folded(table, first, whole[order],
-                                                                   combine)
-    kgs = kgs[first]
+    table, kgs = table.take(pa.array(order)), kgs[order][first]
+    table = table.filter(first) if combine is None else _folded(table, first, combine)
     wanted = np.array(list(groups), np.int64)
     starts = np.searchsorted(kgs, wanted, side="left")
     ends = np.searchsorted(kgs, wanted, side="right")
-    return {
-        kg: table.slice(int(start), int(end - start))
-        for kg, start, end in zip(groups, starts, ends, strict=True)
-    }
+    return {kg: table.slice(int(start), int(end - start))
+            for kg, start, end in zip(groups, starts, ends, strict=True)}
+
+
+def _repeats(
+    kgs: np.ndarray, hashes: np.ndarray, table: pa.Table, order: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where, in ``order``, a row has the group and hash of the row before it, and whether
+    it has its key too."""
+    kgs, hashes = kgs[order], hashes[order]
+    repeat = np.flatnonzero((kgs[1:] == kgs[:-1]) & (hashes[1:] == hashes[:-1]))
+    fields = one_chunk(table[FIELD])
+    same = pc.equal(fields.take(pa.array(order[repeat + 1])), fields.take(pa.array(order[repeat])))
+    return repeat, np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _live_runs(runs: Sequence[Loaded | Run], until: int | None) -> list[Loaded]:
@@ -466,8 +374,7 @@ def _live_runs(runs: Sequence[Loaded | Run], until: int | None) -> list[Loaded]:
     found = []
     bound = _NEVER
     for item in runs:
-        if isinstance(item, Loaded) and item.table.num_rows and (
-                until is None or item.run.may_hold_timers_until(until)):
+        if isinstance(item, Loaded) and (until is None or item.run.may_hold_timers_until(until)):
             keep = item.timers > bound
             if until is not None:
                 keep &= item.timers <= until
@@ -477,26 +384,23 @@ def _live_runs(runs: Sequence[Loaded | Run], until: int | None) -> list[Loaded]:
                 found.append(Loaded(item.run, item.table.filter(pa.array(keep)),
                                     item.hashes[keep], item.timers[keep]))
         if run_of(item).expire is not None:
-            bound = max(bound, int(run_of(item).expire))  # type: ignore[arg-type]
+            bound = max(bound, run_of(item).expire)  # type: ignore[type-var, assignment]
     return found
 
 
-def _folded(table: pa.Table, first: np.ndarray, whole: np.ndarray, combine: Combine) -> pa.Table:
-    """One row per entry, whose versions are the rows from one ``first`` to the next,
-    newest first: its value the versions' values folded by ``combine``, down to its newest
-    version that is a whole value (``whole``; the older ones are in that one already)."""
+def _folded(table: pa.Table, first: np.ndarray, combine: Combine) -> pa.Table:
+    """One row per entry, whose versions are the rows from one ``first`` to the next: its
+    value the versions' values folded by ``combine``."""
     entry = np.cumsum(first) - 1
-    wholes_before = np.cumsum(whole) - whole
-    keep = wholes_before == wholes_before[np.flatnonzero(first)][entry]
     out = table.filter(pa.array(first))
-    several = np.bincount(entry[keep], minlength=out.num_rows) > 1
+    several = np.bincount(entry, minlength=out.num_rows) > 1
     if not several.any():
         return out
-    rows = np.flatnonzero(keep & several[entry])
+    rows = np.flatnonzero(several[entry])
     which = (np.cumsum(several) - 1)[entry[rows]]
     folded = combine(one_chunk(table[VALUE]).take(pa.array(rows)), which)
     values = pc.replace_with_mask(one_chunk(out[VALUE]), pa.array(several),
-                                  one_chunk(folded).cast(out.schema.field(VALUE).type))
+                                  one_chunk(folded).cast(pa.string()))
     return out.set_column(out.schema.get_field_index(VALUE), VALUE, values)
 
 

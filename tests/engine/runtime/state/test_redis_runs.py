@@ -147,14 +147,14 @@ def test_a_group_changed_under_a_commit_is_refused(  # type: ignore[no-untyped-d
     store = _machine(redis_url, namespace, str(tmp_path / "cache"))
     other = _machine(redis_url, namespace, str(tmp_path / "other"))
     _commit_epochs(store, range(3), range(1))
-    planned = type(store)._next_runs
+    planned = type(store)._merged
 
     def other_commits_meanwhile(*args):  # type: ignore[no-untyped-def]
         runs = planned(store, *args)
         other.commit_entries("op", 3, {0: KeyedChanges(puts=_puts({"y": "other"}))})
         return runs
 
-    monkeypatch.setattr(store, "_next_runs", other_commits_meanwhile)
+    monkeypatch.setattr(store, "_merged", other_commits_meanwhile)
     with pytest.raises(StreamRuntimeError, match="key group 0 of 'op' changed under the commit"):
         store.commit_entries("op", 4, {0: KeyedChanges(puts=_puts({"x": "mine"}))})
     monkeypatch.undo()

@@ -15,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.runtime.errors import StreamRuntimeError
 from engine.runtime.state import KeyedChanges, StoreSpec, open_store, sqlite_store
 from engine.runtime.state.runs_store import runs_from_json
 from engine.runtime.state.sorted_runs import (
@@ -149,15 +148,15 @@ def test_groups_whose_runs_share_a_batch_are_found_together(tmp_path) -> None:  
               _sorted_run({"c": (20, "c2"), "a": (10, "a2")})]
     write_runs(str(tmp_path / "new"), tables)
     starts = np.cumsum([0] + [t.num_rows for t in tables]).tolist()
-    newest = [Run(str(tmp_path / "new"), t.num_rows, batch=i, start=starts[i])
+    newest = [Run(str(tmp_path / "new"), t.num_rows, batch=i, start=starts[i], first=10)
               for i, t in enumerate(tables)]
     write_runs(str(tmp_path / "old"), [_sorted_run({"a": (10, "old a"), "z": (10, "z0")})])
-    before = Run(str(tmp_path / "old"), 2)
+    before = Run(str(tmp_path / "old"), 2, batch=3, start=40)  # fetched: the file's only run
     assert Run.from_json(newest[2].as_json()) == newest[2]
     files = {path: RunFile(path) for path in (str(tmp_path / "new"), str(tmp_path / "old"))}
     runs = {0: [before, newest[0]], 1: [newest[1]], 2: [newest[2]]}  # oldest first
-    loaded = {kg: [files[str(r.file)].loaded(r, None if r.start is not None else 0)
-                   for r in group] for kg, group in runs.items()}
+    loaded = {kg: [files[str(r.file)].loaded(r, alone=r is before) for r in group]
+              for kg, group in runs.items()}
     assert loaded[0][1].in_batch()[0] is loaded[2][0].in_batch()[0]  # one batch
     wanted = {0: ["a", "b", "z", "q"], 1: ["a", "b"], 2: ["a", "c", "d"]}
     spans, fields, hashes, keys = [], [], [], []
@@ -354,37 +353,23 @@ def _sums(values: pa.Array, entry: np.ndarray) -> pa.Array:
     return pa.array([str(t) for t in totals.tolist()], pa.string())
 
 
-def test_deltas_fold_down_to_the_newest_whole_value_and_expiry_hides_older() -> None:
-    whole = _run_with_hashes([(1, 10, "a", "100"), (2, 10, "b", "7"), (3, 20, "c", "5")])
-    older = _run_with_hashes([(1, 10, "a", "1000"), (4, 20, "d", "9")])  # under ``whole``
+def test_deltas_fold_all_their_versions_and_expiry_hides_older() -> None:
+    older = _run_with_hashes([(1, 10, "a", "1000"), (4, 20, "d", "9")])
     first = _run_with_hashes([(1, 10, "a", "1"), (3, 20, "c", "2")])
     second = _run_with_hashes([(1, 10, "a", "10"), (2, 10, "b", "3")])
-    for run in (first, second):
-        run.run = Run("d", run.run.rows, delta=True)
-    together = live_entries_of_groups({0: [second, first, whole, older], 1: [second, first]},
+    together = live_entries_of_groups({0: [second, first, older], 1: [second, first]},
                                       combine=_sums)
     assert dict(zip(together[0]["field"].to_pylist(), together[0]["value"].to_pylist(),
-                    strict=True)) == {"a": "111", "b": "10", "c": "7", "d": "9"}
+                    strict=True)) == {"a": "1011", "b": "3", "c": "2", "d": "9"}
     assert together[0]["h"].to_pylist() == sorted(together[0]["h"].to_pylist())
     assert dict(zip(together[1]["field"].to_pylist(), together[1]["value"].to_pylist(),
                     strict=True)) == {"a": "11", "b": "3", "c": "2"}
-    expired = Run(None, 0, expire=10)  # window 10 closed after ``whole``, before ``second``
-    due = live_entries_of_groups({0: [second, expired, first, whole]}, until=15,
+    expired = Run(None, 0, expire=10)  # window 10 closed after ``first``, before ``second``
+    due = live_entries_of_groups({0: [second, expired, first, older]}, until=15,
                                  combine=_sums)[0]
     assert dict(zip(due["field"].to_pylist(), due["value"].to_pylist(), strict=True)) == {
         "a": "10", "b": "3"}
-
-
-def test_deltas_are_never_read_as_whole_values() -> None:
-    delta = _run_with_hashes([(1, 10, "a", "1")])
-    delta.run = Run("d", 1, delta=True)
-    with pytest.raises(StreamRuntimeError, match="no combine"):
-        live_entries_of_groups({0: [delta, _run_with_hashes([(1, 10, "a", "5")])]})
-    with pytest.raises(StreamRuntimeError, match="lookup reads whole values"):
-        _find([delta], ["a"], [1])
-    assert Run.from_json(Run("f", 3, 10, 2, None, delta=True).as_json()) == Run(
-        "f", 3, 10, 2, None, delta=True)
-    assert Run.from_json(Run("f", 3, None, 2, 40).as_json()) == Run("f", 3, None, 2, 40)
+    assert Run.from_json(Run("f", 3, 10, 2, 40, 7).as_json()) == Run("f", 3, 10, 2, 40, 7)
 
 
 _DELTA_OPS = st.lists(
@@ -410,11 +395,10 @@ def _window_puts(entries: dict[tuple[int, str], str]) -> pa.Table:
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(ops=_DELTA_OPS, whole_first=st.integers(0, 8))
-def test_deltas_after_any_commits_fold_like_a_map_of_sums(runs_store, ops, whole_first) -> None:  # type: ignore[no-untyped-def]
-    """The first ``whole_first`` commits put whole values, the others deltas; with the merges
-    they cause, due timers read like a dict of sums. A group's runs that hold deltas refuse
-    a lookup."""
+@given(ops=_DELTA_OPS)
+def test_deltas_after_any_commits_fold_like_a_map_of_sums(runs_store, ops) -> None:  # type: ignore[no-untyped-def]
+    """Deltas put in any order, with the expiries and merges they cause, read as due timers
+    like a dict of sums."""
     store = runs_store
     store.clear()
     model: dict[int, dict[tuple[int, str], int]] = {0: {}, 1: {}, 2: {}}
@@ -422,12 +406,11 @@ def test_deltas_after_any_commits_fold_like_a_map_of_sums(runs_store, ops, whole
         change = KeyedChanges(
             puts=_window_puts({k: str(v) for k, v in puts.items()}) if puts else None,
             expire=expire)
-        deltas = epoch >= whole_first
-        store.commit_entries("op", epoch, {kg: change}, _sums if deltas else None)
+        store.commit_entries("op", epoch, {kg: change}, _sums)
         if expire is not None:
             model[kg] = {k: v for k, v in model[kg].items() if k[0] > expire}
         for key, value in puts.items():
-            model[kg][key] = model[kg].get(key, 0) + value if deltas else value
+            model[kg][key] = model[kg].get(key, 0) + value
         for group in model:
             due = store.fire_timers("op", [group], 20, _sums)
             assert dict(zip(due["field"].to_pylist(), map(int, due["value"].to_pylist()),
@@ -435,36 +418,13 @@ def test_deltas_after_any_commits_fold_like_a_map_of_sums(runs_store, ops, whole
                 f"{t}:{f}": v for (t, f), v in model[group].items() if t <= 20}
             every = store.fire_timers("op", [group], 30, _sums)
             assert len(every) == len(model[group])
-    for epoch in (len(ops), len(ops) + 1):  # a new group: whole values, then deltas
-        store.commit_entries("op", epoch, {3: KeyedChanges(_window_puts({(10, "z"): "1"}))}, _sums)
-    with pytest.raises(StreamRuntimeError, match="lookup reads whole values"):
-        store.read_entries("op", _wanted(3, ["10:z"]))
-
-
-def test_a_merge_taking_in_whole_values_over_older_ones_takes_all(runs_store) -> None:  # type: ignore[no-untyped-def]
-    """A large run of whole values, then a small one that replaced one of its entries.
-    Deltas then merge with the small one: the merge takes in the large one too, else the
-    merged run would hold both whole values and deltas."""
-    store = runs_store
-    store.commit_entries("op", 0, {0: KeyedChanges(_puts({f"k{i}": (10, "100")
-                                                          for i in range(12)}))})
-    store.commit_entries("op", 1, {0: KeyedChanges(_puts({"k0": (10, "5")}))})
-    for epoch in (2, 3):
-        store.commit_entries("op", epoch, {0: KeyedChanges(_puts({"k0": (10, "1"),
-                                                                  "k1": (10, "1")}))}, _sums)
-    due = store.fire_timers("op", [0], 10, _sums)
-    values = dict(zip(due["field"].to_pylist(), map(int, due["value"].to_pylist()), strict=True))
-    assert values == {**{f"k{i}": 100 for i in range(12)}, "k0": 7, "k1": 102}
-    (row,) = store._rows("op", [0]).values()
-    assert [(run.rows, run.delta) for run in row.runs] == [(12, False)]
 
 
 _RUN = st.one_of(
-    # A run of entries (window, key -> count), whole values or deltas, and its expiry.
+    # A run of entries (window, key -> count) and its expiry.
     st.tuples(
         st.dictionaries(st.tuples(st.sampled_from([10, 20, 30]), st.sampled_from("abcd")),
                         st.integers(1, 9), min_size=1, max_size=6),
-        st.booleans(),
         st.sampled_from([None, 10, 20]),
     ),
     st.sampled_from([10, 20, 30]),  # an expiry alone
@@ -474,12 +434,12 @@ _RUN = st.one_of(
 def _made_run(made: Any) -> Loaded | Run:
     if isinstance(made, int):
         return Run(None, 0, made)
-    entries, delta, expire = made
+    entries, expire = made
     fields = [f"{t}:{f}" for t, f in entries]
     hashes = entry_hashes(pa.array(fields, pa.string()))
     loaded = _run_with_hashes([(int(h), t, name, str(entries[(t, f)])) for h, name, (t, f)
                                in zip(hashes, fields, entries, strict=True)])
-    loaded.run = Run("f", len(entries), expire, delta=delta)
+    loaded.run = Run("f", len(entries), expire)
     return loaded
 
 

@@ -27,11 +27,11 @@ from bench.instances import keyed_task
 from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.dedupe import parse_dedupe_spec
 from engine.runtime.operators.dedupe_worker import process_dedupe_instance
+from engine.runtime.operators.entries import encode
 from engine.runtime.operators.join import SIDE, parse_join_spec
 from engine.runtime.operators.join_worker import process_join_instance
 from engine.runtime.stage.vsn_worker import InstanceReport
 from engine.runtime.state import KeyedChanges, StateStore, StoreSpec, open_store
-from engine.runtime.state.entries import encode
 
 KEY_GROUPS = 64
 WARMUP = 2

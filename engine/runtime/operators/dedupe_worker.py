@@ -18,11 +18,11 @@ import pyarrow.compute as pc
 
 from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.dedupe import FIRST, DedupeSpec, kept_rows
+from engine.runtime.operators.entries import decode, encode
 from engine.runtime.operators.window_merge import slices_by_group
 from engine.runtime.state import KeyedChanges, StateStore
 from engine.runtime.state.base import FIELD, TIMER, VALUE
 from engine.runtime.state.base import KG as ENTRY_KG
-from engine.runtime.state.entries import decode, encode
 
 
 def process_dedupe_instance(

@@ -18,12 +18,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.runtime.operators.columns import KG, TIME_US
+from engine.runtime.operators.entries import ROW, check_types, decode, encode
 from engine.runtime.operators.join import JoinSpec, new_pairs, side_maxima, unexpired, usable_rows
 from engine.runtime.operators.window_merge import slices_by_group
 from engine.runtime.state import KeyedChanges, StateStore
 from engine.runtime.state.base import FIELD, TIMER, VALUE
 from engine.runtime.state.base import KG as ENTRY_KG
-from engine.runtime.state.entries import ROW, check_types, decode, encode
 
 
 def process_join_instance(

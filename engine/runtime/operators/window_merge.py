@@ -20,7 +20,6 @@ from engine.runtime.operators.window_spec import (
     WINDOW_START,
     WindowSpec,
 )
-from engine.runtime.state.base import slices_by
 
 
 def partial_columns(spec: WindowSpec) -> list[str]:
@@ -90,7 +89,17 @@ def drop_late(partials: pa.Table, watermark_us: int | None) -> pa.Table:
 
 def slices_by_group(table: pa.Table) -> dict[int, pa.Table]:
     """The table cut into one slice per key group (sorted once, sliced without copies)."""
-    return slices_by(table, KG)
+    if table.num_rows == 0:
+        return {}
+    values = table[KG].to_numpy()
+    order = np.argsort(values, kind="stable")
+    ordered = table.take(pa.array(order))
+    groups, starts = np.unique(values[order], return_index=True)
+    ends = [*starts[1:].tolist(), len(values)]
+    return {
+        int(g): ordered.slice(s, e - s)
+        for g, s, e in zip(groups.tolist(), starts.tolist(), ends, strict=True)
+    }
 
 
 def finalize(spec: WindowSpec, partials: pa.Table) -> pa.Table:

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.runtime.operators.columns import KG
+from engine.runtime.operators.entries import check_types, decode, encode
 from engine.runtime.operators.window_merge import (
     drop_late,
     finalize,
@@ -34,7 +35,6 @@ from engine.runtime.operators.window_spec import (
 from engine.runtime.state import StateStore
 from engine.runtime.state.base import FIELD, TIMER, VALUE, Combine, KeyedChanges
 from engine.runtime.state.base import KG as ENTRY_KG
-from engine.runtime.state.entries import check_types, decode, encode
 
 
 def window_state_schema(spec: WindowSpec, input_schema: pa.Schema) -> pa.Schema:

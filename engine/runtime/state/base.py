@@ -140,22 +140,6 @@ class StateStore(ABC):
                                   "cannot copy it")
 
 
-def slices_by(table: pa.Table, column: str) -> dict[int, pa.Table]:
-    """The table cut into one slice per value of the integer ``column`` (sorted once,
-    sliced without copies)."""
-    if table.num_rows == 0:
-        return {}
-    values = table[column].to_numpy()
-    order = np.argsort(values, kind="stable")
-    ordered = table.take(pa.array(order))
-    groups, starts = np.unique(values[order], return_index=True)
-    ends = [*starts[1:].tolist(), len(values)]
-    return {
-        int(g): ordered.slice(s, e - s)
-        for g, s, e in zip(groups.tolist(), starts.tolist(), ends, strict=True)
-    }
-
-
 def ipc_bytes(table: pa.Table) -> bytes:
     """A table as Arrow IPC stream bytes (the rows an epoch emitted)."""
     sink = pa.BufferOutputStream()

@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import struct
 import tempfile
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -56,6 +54,7 @@ from engine.runtime.state.sorted_runs import (
     Run,
     entry_hashes,
     one_chunk,
+    run_file_name,
     write_runs,
 )
 
@@ -87,7 +86,6 @@ _HEADER = struct.Struct("<4sQQQQ")
 _CODEC = pa.Codec("zstd", compression_level=1)
 # Run files this process has mapped from its cache.
 _MAPPED = MappedFiles()
-_WRITTEN = re.compile(r"^e(\d+)-[0-9a-f]+$")
 
 
 def runs_cache(url: str, namespace: str) -> str:
@@ -141,8 +139,7 @@ class RedisStateStore(RunsStore):
             for key in self._redis.scan_iter(match=pattern, count=1000):
                 self._redis.delete(key)
         shutil.rmtree(self.cache_root, ignore_errors=True)
-        for path in [p for p in _MAPPED if p.startswith(self.cache_root + os.sep)]:
-            del _MAPPED[path]
+        _MAPPED.forget(self.cache_root)
 
     def commit_entries(
         self,
@@ -158,7 +155,7 @@ class RedisStateStore(RunsStore):
         if not changes:
             return 0
         before, live, runs, tables = self._planned(operator, epoch, changes, combine)
-        name = f"e{epoch}-{uuid.uuid4().hex}"
+        name = run_file_name(epoch)
         if tables:
             path = os.path.join(self._cache_dir(operator), name)
             write_runs(_part(path), tables)
@@ -252,23 +249,11 @@ class RedisStateStore(RunsStore):
             os.replace(_part(path), path)
 
     def _collect_cache(self, operator: str, epoch: int) -> None:
-        """Deletes the operator's cached files that no group names and that an earlier
-        epoch wrote (a file of this epoch may belong to an instance that has yet to
-        commit), and unmaps the ones another process deleted."""
+        """Deletes the operator's cached files no group names (``MappedFiles.collect``)."""
         members: Any = self._redis.smembers(self.groups_key(operator))
-        groups = sorted(int(kg) for kg in members)
-        referenced = {run.file for row in self._rows(operator, groups).values()
-                      for run in row.runs}
-        directory = self._cache_dir(operator)
-        for entry in os.listdir(directory):
-            written = entry.split(".")[0]
-            if written not in referenced and _written_before(written, epoch):
-                _MAPPED.pop(os.path.join(directory, entry), None)
-                try:
-                    os.remove(os.path.join(directory, entry))
-                except FileNotFoundError:
-                    pass
-        _MAPPED.unmap_deleted(self.cache_root)
+        named = {run.file for row in self._rows(operator, map(int, members)).values()
+                 for run in row.runs}
+        _MAPPED.collect(self._cache_dir(operator), named, epoch)
 
     def _run_key(self, operator: str, kg: int, name: str, batch: int) -> str:
         return f"{self._tag(operator, kg)}:r:{name}.{batch}"
@@ -332,8 +317,3 @@ def _part(path: str) -> str:
     """Where a file is written before it is renamed into place (whole or not at all)."""
     return f"{path}.{os.getpid()}.part"
 
-
-def _written_before(name: str, epoch: int) -> bool:
-    """Whether a run file's name says an epoch before ``epoch`` wrote it."""
-    match = _WRITTEN.match(name)
-    return match is not None and int(match.group(1)) < epoch

@@ -19,7 +19,10 @@ newest first; the others' newest version is the value.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -44,6 +47,7 @@ TIER = 3
 SAME_SIZE = 2.0
 MAX_RUNS = 14
 _NEVER = np.iinfo(np.int64).min
+_WRITTEN = re.compile(r"^e(-?\d+)-[0-9a-f]+$")
 _P = 0x100000001B3
 _POWERS = np.array([pow(_P, i, 1 << 64) for i in range(256)], dtype=np.uint64)
 
@@ -223,12 +227,31 @@ class MappedFiles(dict[str, RunFile]):
             mapped = self[path] = RunFile(path)
         return mapped
 
-    def unmap_deleted(self, root: str | None = None) -> None:
-        """Unmaps the files (under ``root``) another process deleted, so that their disk
-        space does not stay taken while mapped here."""
-        for path in [p for p in self if root is None or p.startswith(root + os.sep)]:
+    def collect(self, directory: str, named: set[str | None], epoch: int) -> None:
+        """Deletes the run files in ``directory`` that no group names and that an epoch
+        before ``epoch`` wrote (a file of this epoch may be an instance's that has yet to
+        commit), and unmaps those another process deleted, so that their disk space does
+        not stay taken while mapped here."""
+        for entry in os.listdir(directory):
+            name = entry.split(".")[0]
+            written = _WRITTEN.match(name)
+            if name not in named and written and int(written.group(1)) < epoch:
+                self.pop(os.path.join(directory, entry), None)
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(os.path.join(directory, entry))
+        for path in [p for p in self if p.startswith(directory + os.sep)]:
             if not os.path.exists(path):
                 del self[path]
+
+    def forget(self, root: str) -> None:
+        """Unmaps every file under ``root`` (its store was cleared)."""
+        for path in [p for p in self if p.startswith(root + os.sep)]:
+            del self[path]
+
+
+def run_file_name(epoch: int) -> str:
+    """A unique name for a file of runs that ``epoch`` writes (``MappedFiles.collect``)."""
+    return f"e{epoch}-{uuid.uuid4().hex}"
 
 
 @dataclass(frozen=True)

@@ -1,27 +1,20 @@
-"""The embedded store: each key group's entries as sorted runs (``sorted_runs.py``) in
-immutable Arrow files under ``<namespace>.runs/<operator>/``, and one row per (operator, key
-group) in SQLite (WAL mode) with the group's mark (the epoch), the rows it emitted and its
-list of runs (each a file and the rows of it that hold the run). Shared by every Spark
-Python worker on the machine without a server.
+"""The embedded store, shared by every Spark Python worker on the machine without a server:
+each key group's entries as sorted runs (``sorted_runs.py``) in immutable Arrow files under
+``<namespace>.runs/<operator>/``, and one row per (operator, key group) in SQLite (WAL mode)
+with the group's mark (the epoch), the rows it emitted and its list of runs.
 
-A commit writes one file holding every new run of the instance's groups (each group's new
-entries, and any merge of its runs) end to end, then swaps the groups' rows in one
-transaction, each skipped if its mark is already at the epoch: until that commit the file is
-named by no row, so a crash at any point leaves the last committed lists, and a replay
-writes a file of its own. After the commit, files no row names that an earlier epoch wrote
-are deleted: a file of the current epoch may belong to another instance that has yet to
-commit.
-"""
+A commit writes one file holding every new run of the instance's groups end to end, then
+swaps the groups' rows in one transaction, each skipped if its mark is already at the
+epoch: until then the file is named by no row, so a crash at any point leaves the last
+committed lists, and a replay writes a file of its own."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import sqlite3
 import time
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
@@ -30,7 +23,7 @@ import pyarrow as pa
 from engine.runtime.errors import StreamRuntimeError
 from engine.runtime.state.base import Combine, KeyedChanges, ipc_bytes, ipc_table
 from engine.runtime.state.runs_store import NEW, GroupRow, RunsStore, runs_from_json, runs_json
-from engine.runtime.state.sorted_runs import Loaded, MappedFiles, Run, write_runs
+from engine.runtime.state.sorted_runs import Loaded, MappedFiles, Run, run_file_name, write_runs
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS keyed_groups (
     operator TEXT NOT NULL, key_group INTEGER NOT NULL, epoch INTEGER NOT NULL,
@@ -42,8 +35,6 @@ INSERT INTO keyed_groups (operator, key_group, epoch, emitted, runs) VALUES (?, 
 ON CONFLICT (operator, key_group) DO UPDATE SET epoch = excluded.epoch,
     emitted = excluded.emitted, runs = excluded.runs
 """
-_FILE_EPOCH = re.compile(r"^e(\d+)-[0-9a-f]+\.arrow$")
-_SAFE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _BUSY_S = 60.0
 
 
@@ -117,7 +108,7 @@ class SqliteStateStore(RunsStore):
         if not changes:
             return 0
         before, live, runs, tables = self._planned(operator, epoch, changes, combine)
-        name = f"e{epoch}-{uuid.uuid4().hex}.arrow"
+        name = run_file_name(epoch)
         written = (
             write_runs(os.path.join(self._operator_dir(operator), name), tables) if tables else 0
         )
@@ -128,8 +119,10 @@ class SqliteStateStore(RunsStore):
             saves[kg] = (runs_json(listed), emitted)
             written += len(emitted) if emitted else 0
         self._save(operator, epoch, saves, before)
-        self._collect_garbage(operator, epoch)
-        _MAPPED.unmap_deleted()
+        named = {run.file for (text,) in self._keyed_db().execute(
+            "SELECT runs FROM keyed_groups WHERE operator = ?", (operator,))
+            for run in runs_from_json(text)}
+        _MAPPED.collect(self._operator_dir(operator), named, epoch)
         return written
 
     def _save(
@@ -161,20 +154,6 @@ class SqliteStateStore(RunsStore):
             raise
         db.execute("COMMIT")
 
-    def _collect_garbage(self, operator: str, epoch: int) -> None:
-        """Deletes the operator's files that no group names and that an earlier epoch wrote
-        (a file of this epoch may belong to an instance that has yet to commit)."""
-        directory = self._operator_dir(operator)
-        referenced: set[str | None] = set()
-        for (text,) in self._keyed_db().execute(
-            "SELECT runs FROM keyed_groups WHERE operator = ?", (operator,)
-        ):
-            referenced.update(run.file for run in runs_from_json(text))
-        for name in os.listdir(directory):
-            if name not in referenced and _written_before(name, epoch):
-                _MAPPED.pop(os.path.join(directory, name), None)
-                _remove(directory, name)
-
     def _open(self, operator: str, rows: Mapping[int, GroupRow]) -> dict[int, list[Loaded | Run]]:
         """The groups' runs with their files mapped, oldest first. Files never change once
         written, so this process keeps the ones these groups name mapped."""
@@ -203,8 +182,7 @@ class SqliteStateStore(RunsStore):
         }
 
     def _operator_dir(self, operator: str) -> str:
-        name = operator if _SAFE_NAME.match(operator) else "x" + operator.encode().hex()
-        directory = os.path.join(self.runs_root, name)
+        directory = os.path.join(self.runs_root, operator.encode().hex())
         os.makedirs(directory, exist_ok=True)
         return directory
 
@@ -229,18 +207,5 @@ class SqliteStateStore(RunsStore):
         """Forgets every group's state and its files."""
         self._keyed_db().execute("DELETE FROM keyed_groups")
         shutil.rmtree(self.runs_root, ignore_errors=True)
-        for path in [p for p in _MAPPED if p.startswith(self.runs_root + os.sep)]:
-            del _MAPPED[path]
+        _MAPPED.forget(self.runs_root)
 
-
-def _written_before(name: str, epoch: int) -> bool:
-    """Whether a run file's name says an epoch before ``epoch`` wrote it."""
-    match = _FILE_EPOCH.match(name)
-    return match is not None and int(match.group(1)) < epoch
-
-
-def _remove(directory: str, name: str) -> None:
-    try:
-        os.remove(os.path.join(directory, name))
-    except FileNotFoundError:
-        pass

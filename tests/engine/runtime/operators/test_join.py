@@ -19,6 +19,7 @@ from engine.runtime.errors import CommandRejected
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 from engine.runtime.io.sources import GeneratorSpec, generator_batch
 from engine.runtime.operators.columns import KG, TIME_US
+from engine.runtime.operators.entries import ROW, decode
 from engine.runtime.operators.join import (
     SIDE,
     change_refused,
@@ -31,7 +32,6 @@ from engine.runtime.operators.join_worker import process_join_instance
 from engine.runtime.stage.logic_check import logic_checker
 from engine.runtime.stage.vsn_worker import REPORT, EpochTask, InstanceReport
 from engine.runtime.state import StoreSpec, open_store
-from engine.runtime.state.entries import ROW, decode
 from tests.engine.runtime.jobs import (
     actual_pairs,
     expected_pairs,

@@ -270,7 +270,7 @@ def test_merges_keep_hash_order_where_hashes_differ_in_low_bits_only() -> None:
 
 
 def _files(store, operator: str) -> set[str]:  # type: ignore[no-untyped-def]
-    return set(os.listdir(os.path.join(store.runs_root, operator)))
+    return set(os.listdir(store._operator_dir(operator)))
 
 
 def _named(store, operator: str) -> set[str]:  # type: ignore[no-untyped-def]
@@ -293,7 +293,7 @@ def test_files_no_group_names_are_collected(store) -> None:  # type: ignore[no-u
     mapped = {p for p in sqlite_store._MAPPED if p.startswith(store.runs_root)}
     assert mapped and all(os.path.exists(p) for p in mapped)
     assert store.state_bytes("op") == sum(
-        os.path.getsize(os.path.join(store.runs_root, "op", n)) for n in _named(store, "op")
+        os.path.getsize(os.path.join(store._operator_dir("op"), n)) for n in _named(store, "op")
     )
 
 

@@ -1,5 +1,5 @@
-"""Rows as strings and back, vectorised: how the keyed layout names a key and stores its
-value without a Python step per row.
+"""Rows as strings and back, vectorised: how the keyed operators name a key and store its
+value in the state store (which holds strings) without a Python step per row.
 
 A row's columns are cast to strings (Arrow's casts round-trip: floats print their shortest
 exact form), escaped so the separator never occurs inside a value, marked valid (``v``) or

@@ -29,13 +29,9 @@ KG = "kg"
 TIMER = "timer"
 FIELD = "field"
 VALUE = "value"
-AT = "at"
 ENTRIES = pa.schema(
     [(KG, pa.int32()), (TIMER, pa.int64()), (FIELD, pa.string()), (VALUE, pa.string())]
 )
-FOUND = ENTRIES.append(pa.field(AT, pa.int64()))
-"""What ``read_entries`` answers: entries, each with its row among the wanted (``AT``): the
-caller merges by position instead of matching keys again."""
 
 Combine = Callable[[pa.Array, np.ndarray], pa.Array]
 """Folds the versions of entries into one value each: (the versions' values, the entry
@@ -79,8 +75,7 @@ class StateStore(ABC):
 
     @abstractmethod
     def read_entries(self, operator: str, wanted: pa.Table) -> pa.Table:
-        """The stored entries among ``wanted`` (``KG``, ``FIELD``), each with its row there
-        (``AT``): ``FOUND``."""
+        """The stored entries (``ENTRIES``) of the keys ``wanted`` (``KG``, ``FIELD``)."""
 
     @abstractmethod
     def fire_timers(
@@ -112,10 +107,6 @@ class StateStore(ABC):
     @abstractmethod
     def clear(self) -> None:
         """Removes everything in this store's namespace (tests and fresh runs)."""
-
-    def state_bytes(self, operator: str) -> int:
-        """Bytes of the operator's state (for reports); 0 where the store cannot tell."""
-        return 0
 
     def hand_over(self, operator: str, moves: Sequence[tuple[int, int, int]]) -> int:
         """Gives key groups new owners, ``moves`` being (key group, old owner, new owner);

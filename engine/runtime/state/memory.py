@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 
 import pyarrow as pa
 
-from engine.runtime.state.base import Combine, KeyedChanges
-from engine.runtime.state.runs_store import NEW, GroupRow, RunsStore
+from engine.runtime.state.runs_store import GroupRow, Plan, RunsStore
 from engine.runtime.state.sorted_runs import Loaded, Run, as_loaded
 
 _NAMES = itertools.count()
@@ -40,25 +38,18 @@ class MemoryStateStore(RunsStore):
         found = ((kg, self._emitted.get((operator, kg))) for kg in set(key_groups))
         return {kg: rows for kg, rows in found if rows is not None}
 
-    def commit_entries(
-        self,
-        operator: str,
-        epoch: int,
-        changes: Mapping[int, KeyedChanges],
-        combine: Combine | None = None,
-    ) -> int:
-        """Applies the plan (``RunsStore._planned``) group by group."""
-        before, live, runs, tables = self._planned(operator, epoch, changes, combine)
+    def _commit(self, operator: str, epoch: int, plan: Plan) -> int:
         name = f"e{epoch}-{next(_NAMES)}"
-        for batch, table in enumerate(tables):
+        for batch, table in enumerate(plan.tables):
             self._tables[(name, batch)] = table.combine_chunks()
-        for kg, change in live.items():
-            listed = tuple(replace(r, file=name) if r.file == NEW else r for r in runs[kg])
-            for dropped in set(before[kg].runs if kg in before else ()) - set(listed):
+        for kg, change in plan.live.items():
+            listed = tuple(plan.listed(kg, name))
+            before = plan.before.get(kg)
+            for dropped in set(before.runs if before else ()) - set(listed):
                 self._tables.pop((str(dropped.file), dropped.batch), None)
             self._groups[(operator, kg)] = GroupRow(epoch, listed, "")
             self._emitted[(operator, kg)] = change.emitted
-        return sum(table.nbytes for table in tables)
+        return sum(table.nbytes for table in plan.tables)
 
     def groups(self, operator: str) -> set[int]:
         """Key groups of the operator that hold entries."""

@@ -1,23 +1,15 @@
-"""The Redis store, for clusters: each key group's entries as sorted runs
-(``sorted_runs.py``, as the embedded store keeps them), the runs held in Redis and mapped
-from a local cache of their files. Writes are on the server's disk before a commit returns
-(``redis_durability``).
+"""The Redis store, for clusters: each key group's sorted runs held in Redis and mapped
+from a local cache of their files; writes on the server's disk before a commit returns
+(``redis_durability``). Per (operator, key group), under one hash tag (one cluster slot):
+``{<ns>:<op>:<kg>}:g``, a hash of the mark (``epoch``), the rows the last commit emitted
+and the list of runs; ``{<ns>:<op>:<kg>}:r:<file>.<batch>``, one run, packed (``_stored``).
 
-Per (operator, key group), all under one hash tag so a group's keys share a cluster slot:
-
-- ``{<ns>:<op>:<kg>}:g``: hash with the mark (``epoch``), the rows the last commit emitted
-  and the group's list of runs (``runs``, oldest first);
-- ``{<ns>:<op>:<kg>}:r:<file>.<batch>``: one run, packed and compressed (``_stored``),
-  without its hashes, which a reader computes again.
-
-A run never changes once written and its name is unique (epoch and a random part), so an
-instance keeps each run it reads or writes as a file of a local cache (``runs_cache``) and
-maps it: an epoch asks Redis for the groups' rows and for runs it has not seen (a group it
-took over), and searches its runs locally, so what an epoch costs Redis follows its input,
-not the size of the state. A commit is one Lua script per group (compare the mark and the
-list read, put the new runs, delete the runs merged away, set the row), all groups of the
-instance in one round trip and one transaction (so one sync of Redis's append-only file;
-a transaction over several groups' slots needs one Redis, not a Redis Cluster).
+A run never changes and its name is unique, so an instance keeps each run it reads or
+writes in a local cache (``runs_cache``) and maps it: an epoch asks Redis for the groups'
+rows and for runs it has not seen (a group it took over), so what it costs Redis follows its
+input, not the state's size. A commit is one Lua script per group (compare the mark and the
+list read, put the new runs, delete those merged away, set the row), all the instance's
+groups in one transaction: one sync of Redis's append-only file (one Redis, not a Cluster).
 """
 
 from __future__ import annotations
@@ -28,7 +20,6 @@ import shutil
 import struct
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -40,13 +31,18 @@ from engine.runtime.state.base import (
     FIELD,
     TIMER,
     VALUE,
-    Combine,
-    KeyedChanges,
     ipc_bytes,
     ipc_table,
 )
 from engine.runtime.state.redis_durability import durability_of, wait_durable
-from engine.runtime.state.runs_store import NEW, GroupRow, RunsStore, runs_from_json, runs_json
+from engine.runtime.state.runs_store import (
+    NEW,
+    GroupRow,
+    Plan,
+    RunsStore,
+    runs_from_json,
+    runs_json,
+)
 from engine.runtime.state.sorted_runs import (
     RUN_SCHEMA,
     Loaded,
@@ -73,13 +69,10 @@ redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'emitted', ARGV[2], 'runs', ARGV[4
 redis.call('SADD', KEYS[2], ARGV[3])
 return 1
 """
-# A run as Redis holds it: its entries without their hashes, packed column by column (the
-# timers, then each string column's lengths and bytes) and compressed whole with zstd,
-# behind a header (``_PACKED``, then the rows, the two string columns' bytes and the packed
-# size, each 8 bytes little-endian). The store's Redis syncs every write to disk, so the
-# bytes count: zstd does little with the IPC format's running offsets, and one compression
-# of the whole makes one zstd context per run instead of one per buffer. The local cache
-# keeps runs as plain IPC files, as they are searched in place.
+# A run as Redis holds it, without its hashes: a header (``_PACKED``, the rows, the string
+# columns' bytes, the packed size), then the timers and each string column's lengths and
+# bytes, compressed whole with zstd. Redis syncs every write, so bytes count: zstd does
+# little with the IPC format's running offsets. The cache keeps plain IPC files.
 _STORED = pa.schema([RUN_SCHEMA.field(name) for name in (TIMER, FIELD, VALUE)])
 _PACKED = b"SRP1"
 _HEADER = struct.Struct("<4sQQQQ")
@@ -141,21 +134,12 @@ class RedisStateStore(RunsStore):
         shutil.rmtree(self.cache_root, ignore_errors=True)
         _MAPPED.forget(self.cache_root)
 
-    def commit_entries(
-        self,
-        operator: str,
-        epoch: int,
-        changes: Mapping[int, KeyedChanges],
-        combine: Combine | None = None,
-    ) -> int:
+    def _commit(self, operator: str, epoch: int, plan: Plan) -> int:
         """Each group's new runs and row in one script per group, all in one round trip,
-        durable before it returns; returns the bytes applied. The new runs are cached first,
-        in one file as the embedded store writes them: the next epoch maps them without
-        asking Redis for them."""
-        if not changes:
-            return 0
-        before, live, runs, tables = self._planned(operator, epoch, changes, combine)
+        durable before it returns. The new runs are cached first, in one file as the
+        embedded store writes them: the next epoch maps them without asking Redis."""
         name = run_file_name(epoch)
+        before, live, runs, tables = plan.before, plan.live, plan.runs, plan.tables
         if tables:
             path = os.path.join(self._cache_dir(operator), name)
             write_runs(_part(path), tables)
@@ -168,7 +152,7 @@ class RedisStateStore(RunsStore):
         sizes = []
         for kg, change in live.items():
             new = [r.batch for r in runs[kg] if r.file == NEW]
-            listed = [r if r.file != NEW else replace(r, file=name) for r in runs[kg]]
+            listed = plan.listed(kg, name)
             row = before.get(kg)
             dropped = [r for r in (row.runs if row else ()) if r.file and r not in listed]
             emitted = ipc_bytes(change.emitted) if change.emitted is not None else b""

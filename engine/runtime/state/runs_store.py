@@ -1,12 +1,7 @@
-"""The layout as sorted runs (``sorted_runs.py``), whatever holds them: a key group's row
-(its mark, the rows it emitted and its list of runs) and the runs themselves. The embedded
-store keeps the rows in SQLite and the runs in files (``sqlite_store.py``); the Redis store
-keeps both in Redis and maps the runs from a local cache of their files
-(``redis_store.py``); the memory store keeps both in dicts.
-
-This module is what they share: reading entries by key and by due timer from a group's
+"""What every store shares: a key group's row (its mark, the rows it emitted and its list
+of sorted runs, ``sorted_runs.py``), reading entries by key and by due timer from a group's
 runs, and planning a commit's new runs and merges. A store provides ``_rows`` (the groups'
-rows) and ``_open`` (their runs, mapped), and commits the plan (``_planned``)."""
+rows) and ``_open`` (their runs, mapped), and applies a plan (``_commit``)."""
 
 from __future__ import annotations
 
@@ -22,7 +17,6 @@ import pyarrow.compute as pc
 from engine.runtime.state.base import (
     ENTRIES,
     FIELD,
-    FOUND,
     KG,
     TIMER,
     VALUE,
@@ -57,6 +51,23 @@ class GroupRow:
     text: str
 
 
+@dataclass(frozen=True)
+class Plan:
+    """A commit's plan: the groups' rows before it; the changes of the groups whose mark is
+    before the epoch (a replay skips the others); their runs after it (a new run, then any
+    merge), those to write named ``NEW``, numbered and placed as ``write_runs`` lays out
+    ``tables`` (a new run merged away in the same commit is never written)."""
+
+    before: dict[int, GroupRow]
+    live: dict[int, KeyedChanges]
+    runs: dict[int, list[Run]]
+    tables: list[pa.Table]
+
+    def listed(self, kg: int, name: str) -> list[Run]:
+        """The group's runs once the new ones are written as the file ``name``."""
+        return [replace(run, file=name) if run.file == NEW else run for run in self.runs[kg]]
+
+
 class RunsStore(StateStore):
     """Reads and commit planning of the sorted-runs layout."""
 
@@ -73,10 +84,9 @@ class RunsStore(StateStore):
         return {kg: row.epoch for kg, row in self._rows(operator, key_groups).items()}
 
     def read_entries(self, operator: str, wanted: pa.Table) -> pa.Table:
-        """A binary search per wanted key in each of its group's runs, newest first; each
-        found entry with its row among ``wanted`` (``AT``)."""
+        """A binary search per wanted key in each of its group's runs, newest first."""
         if wanted.num_rows == 0:
-            return FOUND.empty_table()
+            return ENTRIES.empty_table()
         kgs = one_chunk(wanted[KG]).to_numpy(zero_copy_only=False)
         hashes = entry_hashes(wanted[FIELD])
         # Sorted by (group, hash) once: each group's stretch is then sorted for its search.
@@ -90,9 +100,8 @@ class RunsStore(StateStore):
                  if kg in opened]
         searched = one_chunk(wanted[FIELD]).cast(pa.string()).take(pa.array(order))
         positions, rows = find(spans, searched, hashes)
-        found = pa.Table.from_arrays(
-            [pa.array(kgs[positions].astype(np.int32)), rows[TIMER], rows[FIELD], rows[VALUE],
-             pa.array(order[positions])], schema=FOUND)
+        found = pa.Table.from_arrays([pa.array(kgs[positions].astype(np.int32)), *rows.columns],
+                                     schema=ENTRIES)
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
 
@@ -111,16 +120,26 @@ class RunsStore(StateStore):
         self.bytes_read += found[FIELD].nbytes + found[VALUE].nbytes
         return found
 
+    def commit_entries(
+        self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges],
+        combine: Combine | None = None,
+    ) -> int:
+        """Plans the commit (``_planned``); the store applies it (``_commit``)."""
+        if not changes:
+            return 0
+        return self._commit(operator, epoch, self._planned(operator, epoch, changes, combine))
+
+    def _commit(self, operator: str, epoch: int, plan: Plan) -> int:
+        """Writes the plan's runs, then each live group's row with its mark and emitted
+        rows, atomically per group, unless its mark reached the epoch meanwhile; returns the
+        bytes written."""
+        raise NotImplementedError
+
     def _planned(
         self, operator: str, epoch: int, changes: Mapping[int, KeyedChanges],
         combine: Combine | None = None,
-    ) -> tuple[dict[int, GroupRow], dict[int, KeyedChanges], dict[int, list[Run]], list[pa.Table]]:
-        """A commit's plan: the groups' rows before it; the changes of the groups whose mark
-        is before ``epoch`` (a replay skips the others); each of those groups' runs after
-        its change (a new run, then any merge); and the tables of the runs to write, named
-        ``NEW`` with their index among those tables as their batch and the row where they
-        start once written end to end (``write_runs``; a new run merged away in the same
-        commit is never written)."""
+    ) -> Plan:
+        """The commit's ``Plan``."""
         before = self._rows(operator, changes)
         live = {kg: c for kg, c in changes.items() if kg not in before or before[kg].epoch < epoch}
         putting = [kg for kg, c in live.items() if c.puts is not None and c.puts.num_rows]
@@ -146,7 +165,7 @@ class RunsStore(StateStore):
                     tables.append(item.table)
                     written += item.table.num_rows
                 runs[kg].append(run)
-        return before, live, runs, tables
+        return Plan(before, live, runs, tables)
 
     def _merged(
         self, groups: dict[int, list[Loaded | Run]], combine: Combine | None = None

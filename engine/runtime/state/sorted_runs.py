@@ -1,20 +1,15 @@
-"""Entries as sorted runs: immutable Arrow files, each sorted by a 64-bit hash of the
-entry's key (``FIELD``), looked up by binary search, merged size-tiered (a log-structured
-layout, as Hummock's sorted string tables).
+"""Entries as sorted runs (a log-structured layout, as Hummock's sorted string tables):
+immutable Arrow files, each sorted by a 64-bit hash of the entry's key (``FIELD``).
 
-A key group's state is a list of runs, oldest first. A commit adds one run with the
-entries it put and, where it expired entries, its bound (``Run.expire``: it hides older
-runs' entries whose timers are at or before it, not the run's own puts); it writes the runs
-of all its groups end to end, as one record batch of one file. Reading a key is a
-``searchsorted`` per run on its memory-mapped hash column, newest run first, so it costs
-the wanted keys times the runs, not the group's size; the newest version found decides
-(an expired one means the key is gone). Runs merge size-tiered: a group keeps a few runs of
-each size, whose sizes grow geometrically, so each entry is rewritten a few times over its
-life instead of with every epoch that touches its group; a merge leaves expired entries out.
-
-Hashes only order and find entries; a match is confirmed on the key itself. An operator
-that folds (``Combine``) puts every version as a delta: reading it folds all its versions,
-newest first; the others' newest version is the value.
+A key group's state is a list of runs, oldest first. A commit adds a run of the entries it
+put and, where it expired entries, their bound (``Run.expire``: it hides older runs'
+entries whose timers are at or before it). Reading a key is a ``searchsorted`` per run on
+its memory-mapped hash column, newest first: it costs the wanted keys times the runs, not
+the group's size, and the newest version found decides (an expired one: the key is gone).
+Runs merge size-tiered, so an entry is rewritten a few times over its life, not with every
+epoch that touches its group; a merge leaves expired entries out. A match is confirmed on
+the key itself. A folding operator's (``Combine``) versions are deltas, all folded when
+read; the others' newest version is the value.
 """
 
 from __future__ import annotations
@@ -82,9 +77,7 @@ class Run:
 
 @dataclass(frozen=True)
 class Batch:
-    """A record batch holding runs end to end, its columns as NumPy views and arrays: a
-    lookup searches each run apart, then confirms and gathers what it found in all the
-    batch's runs at once."""
+    """A record batch holding runs end to end, its columns as NumPy views and arrays."""
 
     table: pa.Table
     hashes: np.ndarray = field(repr=False)
@@ -155,12 +148,10 @@ def one_chunk(array: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def entry_order(groups: np.ndarray, hashes: np.ndarray, *, stable: bool = False) -> np.ndarray:
-    """The order that sorts entries by (group, hash), exactly: one NumPy sort of a 64-bit
-    key made of the group and the hash's top 48 bits (several times faster than
-    ``np.lexsort``), checked against the whole hashes, which differ in those bits alone so
-    rarely that a ``lexsort`` then is no cost (nor for groups past 2**16, which the key
-    cannot hold). ``stable`` keeps entries of equal (group, hash) in their order (a stable
-    sort is quick on runs already sorted)."""
+    """The order that sorts entries by (group, hash): one NumPy sort of a 64-bit key of the
+    group and the hash's top 48 bits (several times faster than ``np.lexsort``, which is
+    the fallback where hashes tie in those bits or groups pass 2**16). ``stable`` keeps
+    entries of equal (group, hash) in their order (quick on runs already sorted)."""
     if not len(hashes):
         return np.zeros(0, np.int64)
     if groups.min() < 0 or groups.max() >= 1 << 16:
@@ -267,15 +258,13 @@ class Span:
 def find(
     spans: Sequence[Span], fields: pa.Array, hashes: np.ndarray
 ) -> tuple[np.ndarray, pa.Table]:
-    """The stored entries among the wanted keys (``fields``, ``hashes`` their
-    ``entry_hashes``, sorted by hash within each span), each the newest version in its
-    group's runs, left out if a newer run expired it: (positions among the wanted that were
-    found, their entries: ``TIMER``, ``FIELD``, ``VALUE``).
+    """The newest version of each wanted key (``fields``, ``hashes`` their ``entry_hashes``,
+    sorted by hash within each span) in its group's runs, unless a newer run expired it:
+    (positions among the wanted found, their ``TIMER``, ``FIELD``, ``VALUE``).
 
-    Each group's runs are searched newest first, one ``searchsorted`` per run; what the
-    groups' runs of one age found is then confirmed and gathered per record batch, in one
-    go for all the groups whose runs it holds (a commit writes all its groups' runs as one
-    batch), not per run: the calls per run, not the rows, are most of a lookup's time."""
+    Runs are searched newest first, one ``searchsorted`` per run; what the groups' runs of
+    one age found is confirmed and gathered per record batch (a commit writes all its
+    groups' runs as one), not per run: calls, not rows, are most of a lookup's time."""
     open_rows = np.ones(len(hashes), dtype=bool)
     bound = np.full(len(hashes), _NEVER, np.int64)  # expired by newer runs: timers <= it
     at = np.zeros(len(hashes), np.int64)  # each wanted key's row in its run's batch

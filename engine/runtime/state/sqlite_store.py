@@ -16,13 +16,18 @@ import shutil
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 
 import pyarrow as pa
 
 from engine.runtime.errors import StreamRuntimeError
-from engine.runtime.state.base import Combine, KeyedChanges, ipc_bytes, ipc_table
-from engine.runtime.state.runs_store import NEW, GroupRow, RunsStore, runs_from_json, runs_json
+from engine.runtime.state.base import ipc_bytes, ipc_table
+from engine.runtime.state.runs_store import (
+    GroupRow,
+    Plan,
+    RunsStore,
+    runs_from_json,
+    runs_json,
+)
 from engine.runtime.state.sorted_runs import Loaded, MappedFiles, Run, run_file_name, write_runs
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS keyed_groups (
@@ -39,10 +44,9 @@ _BUSY_S = 60.0
 
 
 def _set_up(connection: sqlite3.Connection) -> None:
-    """WAL mode and the table, on a file other workers may be setting up
-    or writing at the same moment: a journal-mode change is refused at once ("database is
-    locked", without waiting for the busy timeout) while another connection holds a lock,
-    so it is retried; once the file is in WAL mode nothing here needs a lock."""
+    """WAL mode and the table, on a file other workers may be setting up or writing: a
+    journal-mode change is refused at once while another connection holds a lock (no busy
+    timeout), so it is retried; once the file is in WAL mode nothing here needs a lock."""
     deadline = time.monotonic() + _BUSY_S
     while True:
         try:
@@ -96,29 +100,19 @@ class SqliteStateStore(RunsStore):
                 found[int(kg)] = ipc_table(emitted)
         return found
 
-    def commit_entries(
-        self,
-        operator: str,
-        epoch: int,
-        changes: Mapping[int, KeyedChanges],
-        combine: Combine | None = None,
-    ) -> int:
-        """The epoch's new runs (and merges) written to one file first, then every group's
-        row in one transaction, then the files no row names any more deleted."""
-        if not changes:
-            return 0
-        before, live, runs, tables = self._planned(operator, epoch, changes, combine)
+    def _commit(self, operator: str, epoch: int, plan: Plan) -> int:
+        """The new runs written to one file first, then every group's row in one
+        transaction, then the files no row names any more deleted."""
         name = run_file_name(epoch)
-        written = (
-            write_runs(os.path.join(self._operator_dir(operator), name), tables) if tables else 0
-        )
+        written = (write_runs(os.path.join(self._operator_dir(operator), name), plan.tables)
+                   if plan.tables else 0)
         saves: dict[int, tuple[str, bytes | None]] = {}
-        for kg, change in live.items():
-            listed = [r if r.file != NEW else replace(r, file=name) for r in runs[kg]]
+        for kg, change in plan.live.items():
+            listed = plan.listed(kg, name)
             emitted = ipc_bytes(change.emitted) if change.emitted is not None else None
             saves[kg] = (runs_json(listed), emitted)
             written += len(emitted) if emitted else 0
-        self._save(operator, epoch, saves, before)
+        self._save(operator, epoch, saves, plan.before)
         named = {run.file for (text,) in self._keyed_db().execute(
             "SELECT runs FROM keyed_groups WHERE operator = ?", (operator,))
             for run in runs_from_json(text)}
@@ -192,16 +186,6 @@ class SqliteStateStore(RunsStore):
             "SELECT key_group FROM keyed_groups WHERE operator = ? AND runs != '[]'", (operator,)
         )
         return {int(kg) for (kg,) in rows}
-
-    def state_bytes(self, operator: str) -> int:
-        """Bytes of the operator's run files."""
-        names: set[str] = set()
-        for (text,) in self._keyed_db().execute(
-            "SELECT runs FROM keyed_groups WHERE operator = ?", (operator,)
-        ):
-            names.update(run.file for run in runs_from_json(text) if run.file)
-        directory = self._operator_dir(operator)
-        return sum(os.path.getsize(os.path.join(directory, name)) for name in names)
 
     def clear(self) -> None:
         """Forgets every group's state and its files."""

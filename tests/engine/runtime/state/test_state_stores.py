@@ -52,7 +52,7 @@ def test_entries_are_read_by_key_and_by_due_timer(store) -> None:  # type: ignor
     assert store.marks("op", [1, 2, 3]) == {1: 4, 2: 4}
     assert store.groups("op") == {1, 2}
     found = store.read_entries("op", _wanted(1, ["zz", "a"]))
-    assert found.to_pylist() == [{"kg": 1, "timer": 10, "field": "a", "value": "v1", "at": 1}]
+    assert found.to_pylist() == [{"kg": 1, "timer": 10, "field": "a", "value": "v1"}]
     due = store.fire_timers("op", [1, 2], 15)
     assert sorted(zip(due["kg"].to_pylist(), due["field"].to_pylist(), strict=True)) == [
         (1, "a"), (2, "c")]

@@ -179,9 +179,13 @@ def _as_partials(task: Any, entries: pa.Table) -> pa.Table:
     return pa.table(columns)
 
 
+_SLOT = "@slot"
+
+
 def _key_schema(spec: WindowSpec, state_schema: pa.Schema) -> pa.Schema:
-    """What an entry's key holds: the group's keys and the window's end."""
-    return pa.schema([*(state_schema.field(k) for k in spec.keys), (WINDOW_END, pa.int64())])
+    """What an entry's key holds: the group's keys and the window's slot (its start over
+    the slide: shorter than its end, which the entry's timer holds)."""
+    return pa.schema([*(state_schema.field(k) for k in spec.keys), (_SLOT, pa.int64())])
 
 
 def _changes(
@@ -202,12 +206,12 @@ def _changes(
 
 
 def _entries(spec: WindowSpec, partials: pa.Table) -> pa.Table:
-    ends = partials[WINDOW_END].cast(pa.int64())
-    keys = pa.table({**{k: partials[k] for k in spec.keys}, WINDOW_END: ends})
+    slots = pc.divide(partials[WINDOW_START].cast(pa.int64()), spec.slide_us)
+    keys = pa.table({**{k: partials[k] for k in spec.keys}, _SLOT: slots})
     return pa.table(
         {
             KG: partials[KG],
-            TIMER: ends,
+            TIMER: partials[WINDOW_END].cast(pa.int64()),
             FIELD: encode(keys, keys.column_names),
             VALUE: encode(partials, [p.name for p in spec.partials]),
         }

@@ -118,25 +118,26 @@ def as_loaded(run: Run, table: pa.Table) -> Loaded:
 
 def entry_hashes(fields: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A 64-bit hash of each key: sum(byte[i] * P**i) over its bytes, mixed with its length,
-    vectorised over all the strings' bytes at once."""
+    one vectorised step per byte position (keys are short, and per-byte index arrays cost
+    more than the steps)."""
     global _POWERS
     fields = one_chunk(fields).cast(pa.string())
     if len(fields) == 0:
         return np.zeros(0, dtype=np.uint64)
     offsets = np.frombuffer(fields.buffers()[1], np.int32)[
         fields.offset : fields.offset + len(fields) + 1].astype(np.int64)
-    lengths = np.diff(offsets)
+    lengths, starts = np.diff(offsets), offsets[:-1]
     data = fields.buffers()[2]
-    text = (np.zeros(0, np.uint8) if data is None else np.frombuffer(data, np.uint8))[
-        offsets[0] : offsets[-1]].astype(np.uint64)
+    text = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, np.uint8)
     if lengths.max() > len(_POWERS):
         _POWERS = np.array([pow(_P, i, 1 << 64) for i in range(2 * lengths.max())], np.uint64)
-    position = np.arange(len(text)) - np.repeat(offsets[:-1] - offsets[0], lengths)
-    sums = np.concatenate(([np.uint64(0)], np.cumsum(text * _POWERS[position], dtype=np.uint64)))
-    by_text = sums[offsets[1:] - offsets[0]] - sums[offsets[:-1] - offsets[0]]
-    h = by_text ^ (lengths.astype(np.uint64) * np.uint64(0x2545F4914F6CDD1D))
-    for shift, factor in ((33, 0xFF51AFD7ED558CCD), (33, 0xC4CEB9FE1A85EC53)):  # fmix64
-        h = (h ^ (h >> np.uint64(shift))) * np.uint64(factor)
+    h, shortest = np.zeros(len(fields), np.uint64), lengths.min()
+    for position in range(int(lengths.max())):
+        at = slice(None) if shortest > position else np.flatnonzero(lengths > position)
+        h[at] += text[starts[at] + position].astype(np.uint64) * _POWERS[position]
+    h ^= lengths.astype(np.uint64) * np.uint64(0x2545F4914F6CDD1D)
+    for factor in (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53):  # fmix64
+        h = (h ^ (h >> np.uint64(33))) * np.uint64(factor)
     return h ^ (h >> np.uint64(33))
 
 

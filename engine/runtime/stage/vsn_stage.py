@@ -285,8 +285,7 @@ def _replayed_without_job(spec: WindowSpec, at: StageEpoch) -> list[dict[str, An
     """The replay of a window aggregate's epoch that closes no window, done from the store
     on the driver: the instances would only re-emit what the key groups holding the epoch
     stored, and fire no timer. None (the instances replay it) if one of them stored rows.
-    Each instance's report says the groups
-    it owns that hold the epoch."""
+    Each instance's report says the groups it owns that hold the epoch."""
     started = time.perf_counter()
     store = open_store(at.store)
     read_before = store.bytes_read

@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument(
         "benchmark",
-        choices=["throughput", "rescale", "control", "state", "layouts", "durability", "api",
+        choices=["throughput", "rescale", "control", "state", "durability", "api",
                  "autoscale", "report"],
     )
     parser.add_argument("--rows-per-batch", type=int, default=200_000)
@@ -70,11 +70,6 @@ def main(argv: list[str] | None = None) -> int:
         from engine.runtime.spark.session import build_session
 
         result = measure_redis_row(build_session(app_name="bench-throughput"))
-    elif args.benchmark == "layouts":
-        from bench.layouts import measure as measure_layouts
-        from bench.state import product_redis_url
-
-        result = measure_layouts(product_redis_url(), measured=args.epochs or 5)
     elif args.benchmark == "state":
         from bench.state import measure as measure_state
 

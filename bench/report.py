@@ -26,7 +26,6 @@ BENCHES: dict[str, str] = {
     "rescale": "rescale",
     "control": "control_plane",
     "state": "state",
-    "layouts": "layouts",
     "durability": "state_durability",
     "api": "api",
     "autoscale": "autoscale",

@@ -8,7 +8,8 @@ then the measured epochs run on that state. Every engine reads the same Parquet 
 
 - VSN on the embedded store (SQLite under the checkpoint), small and large state;
 - VSN on the Redis store as a standalone-cluster run uses it (the product's state Redis);
-- Spark's built-in aggregation with the RocksDB store on the large state (the peer).
+- Spark's built-in aggregation with the RocksDB store on the large state (the peer);
+- dedupe and join instances on the embedded store, without Spark (``bench.state_lookups``).
 
 An epoch's time is Spark's ``triggerExecution`` of its micro-batch (what a user waits for:
 the whole epoch, offset and commit logs included), the median over the measured epochs. The
@@ -39,6 +40,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from bench.builtin import builtin_checkpoint, progress_ms, use_rocksdb
+from bench.state_lookups import measure_lookups
 from bench.workload import window_count_job
 from engine.runtime.api import start_run
 from engine.runtime.driver.metrics import CollectingPublisher
@@ -285,6 +287,7 @@ def measure(
             ("spark_large", spark_large),
         ]
     }
+    lookups = measure_lookups(small_keys, large_keys)
     _progress(f"bench took {time.monotonic() - began:.0f} s")
     return {
         "keys_small": small_keys,
@@ -300,6 +303,7 @@ def measure(
         "redis_growth": round(ms["redis_large"] / ms["redis_small"], 3),
         "spark_epoch_ms_large": round(ms["spark_large"], 1),
         "ratio_large": round(ms["spark_large"] / ms["vsn_large"], 3),
+        **lookups,
         "driver_rss_mb_start": round(rss.start_mb),
         "driver_rss_mb_max": round(rss.max_mb),
         "bench_s": round(time.monotonic() - began),

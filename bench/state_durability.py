@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 import redis
 
+from engine.runtime.state import KeyedChanges
 from engine.runtime.state.redis_store import RedisStateStore
 
 KEY_GROUPS_PER_INSTANCE = 64  # 128 key groups over 2 instances
@@ -58,20 +59,20 @@ def measure(*, epochs: int = 60, rounds: int = 3) -> dict[str, Any]:
 
 def _epochs(url: str, epochs: int, *, first_epoch: int) -> list[float]:
     store = RedisStateStore(url, f"bench-{first_epoch}")
-    tables = {kg: _group_table(kg) for kg in range(KEY_GROUPS_PER_INSTANCE)}
+    changes = {kg: KeyedChanges(puts=_group_puts(kg)) for kg in range(KEY_GROUPS_PER_INSTANCE)}
     took = []
     for epoch in range(first_epoch, first_epoch + epochs):
         started = time.perf_counter()
-        store.write_groups("counts", epoch, tables)
+        store.commit_entries("counts", epoch, changes)
         took.append((time.perf_counter() - started) * 1000.0)
     store.clear()
     return took
 
 
-def _group_table(kg: int) -> pa.Table:
-    keys = list(range(kg * ROWS_PER_GROUP, (kg + 1) * ROWS_PER_GROUP))
-    return pa.table({"key": keys, "window_start": [1_700_000_000_000_000] * len(keys),
-                     "events": [k % 97 for k in keys]})
+def _group_puts(kg: int) -> pa.Table:
+    keys = range(kg * ROWS_PER_GROUP, (kg + 1) * ROWS_PER_GROUP)
+    return pa.table({"timer": pa.array([1_700_000_000_000_000] * len(keys), pa.int64()),
+                     "field": [str(k) for k in keys], "value": [str(k % 97) for k in keys]})
 
 
 def _p99(values: list[float]) -> float:

@@ -90,11 +90,12 @@ class PostgresSink(Sink):
         self.staging = sink_table(f"{table}{STAGING_SUFFIX}")
         self.commits = sink_table(COMMITS_TABLE)
         self.schema = sink_schema()
-        self.dsn = dsn or sink_dsn()
-        if not self.dsn:
+        found = dsn or sink_dsn()
+        if not found:
             raise StreamRuntimeError(
                 f"sink.postgres {table!r}: set {SINK_DSN_VARIABLE} (the sink database)"
             )
+        self.dsn: str = found
         self.run_id = run_id
         self.sink_id = sink_id
 

@@ -2,8 +2,7 @@
 kept less than ``within`` earlier in event time; remembered keys expire once the
 watermark passes their time + ``within``.
 
-A key group stores the kept-key times (``__first_us``) and, flagged ``__emitted``, the
-rows its last epoch let through, so a replayed epoch re-emits them unchanged.
+The state is each remembered key's latest kept time (``dedupe_worker``).
 """
 
 from __future__ import annotations
@@ -14,12 +13,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from engine.runtime.operators.columns import TIME_US
 from engine.runtime.operators.durations import parse_duration_us
 from engine.runtime.operators.key_params import KeyedSpec, keyed_params
-from engine.runtime.state.base import EMITTED
 
 FIRST = "__first_us"
 
@@ -92,41 +89,6 @@ def _first_within(
         keep[found] = True
         threshold, after = times[found] + within_us, found + 1
     return keep
-
-
-def remembered(
-    spec: DedupeSpec, seen: pa.Table | None, kept: pa.Table | None, watermark_us: int | None
-) -> pa.Table | None:
-    """Key -> time of the latest kept row, without keys the watermark expired."""
-    fresh = None
-    if kept is not None:
-        fresh = kept.select([*spec.keys, TIME_US]).rename_columns([*spec.keys, FIRST])
-    parts = [t for t in (seen, fresh) if t is not None and t.num_rows]
-    if not parts:
-        return None
-    merged = pa.concat_tables([p.cast(parts[0].schema) for p in parts])
-    merged = merged.group_by(list(spec.keys), use_threads=False).aggregate([(FIRST, "max")])
-    merged = merged.rename_columns([*spec.keys, FIRST])
-    if watermark_us is None:
-        return merged
-    alive = merged.filter(pc.greater(pc.add(merged[FIRST], spec.within_us), watermark_us))
-    return alive if alive.num_rows else None
-
-
-def group_table(seen: pa.Table | None, emitted: pa.Table) -> pa.Table:
-    """What a key group stores: remembered keys and this epoch's output, flagged."""
-    emitted = emitted.append_column(EMITTED, pa.array(np.ones(emitted.num_rows, dtype=bool)))
-    if seen is None:
-        return emitted.append_column(FIRST, pa.nulls(emitted.num_rows, pa.int64()))
-    seen = seen.append_column(EMITTED, pa.array(np.zeros(seen.num_rows, dtype=bool)))
-    return pa.concat_tables([seen, emitted], promote_options="default")
-
-
-def split_group(spec: DedupeSpec, table: pa.Table, columns: list[str]) -> tuple[pa.Table, pa.Table]:
-    """(remembered keys, emitted rows) of a stored key group."""
-    flag = table[EMITTED]
-    seen = table.filter(pc.invert(flag)).select([*spec.keys, FIRST])
-    return seen, table.filter(flag).select(columns)
 
 
 _NONE = np.iinfo(np.int64).min  # no remembered time for the key

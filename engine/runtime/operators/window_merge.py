@@ -1,8 +1,8 @@
 """Vectorised window-state merging for one VSN instance and one epoch (pure pyarrow).
 
-All key groups of the instance are merged in one Arrow ``group_by`` (the key group is
-part of the grouping key), then split back per key group for the atomic per-group
-writes. Everything is deterministic in (stored state, input, epoch, watermark), which is
+Rows become partial aggregates per (key group, key, window) in one Arrow ``group_by``
+(the key group is part of the grouping key), split back per key group for the atomic
+per-group commits. Everything is deterministic in (stored state, input, epoch, watermark), which is
 what lets a replayed epoch reproduce the first attempt exactly.
 """
 
@@ -20,8 +20,6 @@ from engine.runtime.operators.window_spec import (
     WINDOW_START,
     WindowSpec,
 )
-from engine.runtime.state.base import EMITTED
-from engine.runtime.state.keyed import slices_by
 
 
 def partial_columns(spec: WindowSpec) -> list[str]:
@@ -82,24 +80,6 @@ def partials_from_rows(spec: WindowSpec, rows: pa.Table) -> pa.Table:
     return grouped.add_column(len(keys), WINDOW_END, end)
 
 
-def merge_partials(
-    spec: WindowSpec, state: pa.Table | None, partials: pa.Table | None
-) -> pa.Table | None:
-    """Stored partials merged with this epoch's (both unique per kg, key and window)."""
-    columns = partial_columns(spec)
-    parts = [t.select(columns) for t in (state, partials) if t is not None and t.num_rows]
-    if not parts:
-        return None
-    if len(parts) == 1:
-        return parts[0]
-    both = pa.concat_tables([parts[0], parts[1].cast(parts[0].schema)])
-    keys = [KG, *spec.group_columns]
-    merged = both.group_by(keys, use_threads=False).aggregate(
-        [(p.name, p.merge) for p in spec.partials]
-    )
-    return merged.rename_columns([*keys, *[p.name for p in spec.partials]])
-
-
 def drop_late(partials: pa.Table, watermark_us: int | None) -> pa.Table:
     """Rows of windows the watermark already closed (and emitted) are dropped."""
     if watermark_us is None:
@@ -107,31 +87,19 @@ def drop_late(partials: pa.Table, watermark_us: int | None) -> pa.Table:
     return partials.filter(pc.greater(partials[WINDOW_END], watermark_us))
 
 
-def split_closed(table: pa.Table, watermark_us: int | None) -> tuple[pa.Table, pa.Table]:
-    """(closed, open) windows: closed once the watermark reaches the window's end."""
-    if watermark_us is None:
-        return table.slice(0, 0), table
-    closed = pc.less_equal(table[WINDOW_END], watermark_us)
-    return table.filter(closed), table.filter(pc.invert(closed))
-
-
 def slices_by_group(table: pa.Table) -> dict[int, pa.Table]:
     """The table cut into one slice per key group (sorted once, sliced without copies)."""
-    return slices_by(table, KG)
-
-
-def stored_table(open_rows: pa.Table | None, closed_rows: pa.Table | None) -> pa.Table:
-    """What a key group stores: its open windows and the windows this epoch emitted."""
-    parts = []
-    for rows, flag in ((open_rows, False), (closed_rows, True)):
-        if rows is not None and rows.num_rows:
-            parts.append(rows.append_column(EMITTED, pa.array(np.full(rows.num_rows, flag))))
-    return pa.concat_tables(parts)
-
-
-def stored_rows(table: pa.Table, emitted: bool) -> pa.Table:
-    """The open (``emitted=False``) or emitted rows of a stored key group."""
-    return table.filter(pc.equal(table[EMITTED], emitted)).drop_columns([EMITTED])
+    if table.num_rows == 0:
+        return {}
+    values = table[KG].to_numpy()
+    order = np.argsort(values, kind="stable")
+    ordered = table.take(pa.array(order))
+    groups, starts = np.unique(values[order], return_index=True)
+    ends = [*starts[1:].tolist(), len(values)]
+    return {
+        int(g): ordered.slice(s, e - s)
+        for g, s, e in zip(groups.tolist(), starts.tolist(), ends, strict=True)
+    }
 
 
 def finalize(spec: WindowSpec, partials: pa.Table) -> pa.Table:

@@ -1,13 +1,12 @@
-"""One VSN instance of a ``window_aggregate`` for one epoch, on the keyed layout.
+"""One VSN instance of a ``window_aggregate`` for one epoch.
 
-The instance reads the entries of the windows the watermark closes (its groups' due
-timers), never whole key groups, emits the closed windows and writes back only the changed
-entries and the fired timers, each key group atomically with its mark and the rows it
-emitted. On the stores that fold deltas (``KeyedEntries.folds``: the embedded and the Redis
-store) it puts its input's partials as deltas without reading the stored ones: the store
-folds an entry's versions (``folding``) when it merges runs and when the window fires, so
-an epoch costs its input, whatever the size of the state. Elsewhere it reads the entries
-of the (key, window)s in its input and merges the input into them first.
+An entry is one (key, window): its key the group's keys and the window's end, its timer
+the window's end, its value the partial aggregates. The instance puts its input's partials
+as deltas without reading the stored ones (the store folds an entry's versions with
+``folding`` when it merges runs and when the window fires), reads the entries of the
+windows the watermark closes (its groups' due timers), never whole key groups, and emits
+them; each key group commits atomically with its mark and the rows it emitted. An epoch
+costs its input and the windows it closes, whatever the size of the state.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.runtime.operators.columns import KG
+from engine.runtime.operators.entries import check_types, decode, encode
 from engine.runtime.operators.window_merge import (
     drop_late,
     finalize,
@@ -33,9 +33,8 @@ from engine.runtime.operators.window_spec import (
     WindowSpec,
 )
 from engine.runtime.state import StateStore
-from engine.runtime.state.entries import check_types, decode, encode
-from engine.runtime.state.keyed import AT, FIELD, TIMER, VALUE, Combine, KeyedChanges
-from engine.runtime.state.keyed import KG as ENTRY_KG
+from engine.runtime.state.base import FIELD, TIMER, VALUE, Combine, KeyedChanges
+from engine.runtime.state.base import KG as ENTRY_KG
 
 
 def window_state_schema(spec: WindowSpec, input_schema: pa.Schema) -> pa.Schema:
@@ -74,10 +73,9 @@ def process_window_instance(
         again = pc.is_in(partials[KG], pa.array(replayed, pa.int32()))
         partials = partials.filter(pc.invert(again))
     live = sorted(set(owned) - set(replayed))
-    combine = folding(spec, task.state_schema) if store.folds(op) else None
+    combine = folding(spec, task.state_schema)
     closed = _closed(task, store, live, combine)
-    merged = _merged(task, store, partials, combine)
-    changes = _changes(spec, merged, closed)
+    changes = _changes(spec, partials, closed, task.watermark_us)
     report.bytes_written += store.commit_entries(op, task.epoch, changes, combine)
     report.groups_written += len(changes)
     if closed is not None and closed.num_rows:
@@ -166,65 +164,11 @@ def _closed(
     return _as_partials(task, due) if due.num_rows else None
 
 
-def _merged(
-    task: Any, store: StateStore, partials: pa.Table | None, combine: Combine | None
-) -> pa.Table | None:
-    """The input's partials merged with the stored entries of the same (key, window)s; as
-    they are, to be put as deltas, with ``combine``."""
-    if partials is None:
-        return None
-    spec: WindowSpec = task.spec
-    fields = _field(spec, partials)
-    if combine is not None:
-        return partials.append_column(FIELD, fields)
-    wanted = pa.table({ENTRY_KG: partials[KG], TIMER: partials[WINDOW_END], FIELD: fields})
-    # Each stored entry answers one of the input's rows (``AT``): merged there, the keys
-    # neither decoded nor encoded again, nor a group-by to find them.
-    stored = store.read_entries(spec.operator, wanted)
-    return _merged_at(task, partials, stored).append_column(FIELD, fields)
-
-
-_MERGES = {"sum": pc.add, "min": pc.min_element_wise, "max": pc.max_element_wise}
-
-
-def _merged_at(task: Any, partials: pa.Table, stored: pa.Table) -> pa.Table:
-    """``partials`` with the stored values (``VALUE`` at ``AT``) merged into their rows; a
-    null on either side (a sum or min of nulls only) keeps the other side."""
-    if stored.num_rows == 0:
-        return partials
-    spec: WindowSpec = task.spec
-    schema: pa.Schema = task.state_schema
-    # In the input's row order, as ``replace_with_mask`` takes its replacements: each row
-    # is found at most once, so placing them in a row-long array sorts them.
-    rows = stored[AT].to_numpy()
-    slot = np.full(partials.num_rows, -1, np.int64)
-    slot[rows] = np.arange(len(rows))
-    order = slot[slot >= 0]
-    at = pa.array(rows[order])
-    values = decode(stored[VALUE].take(pa.array(order)),
-                    pa.schema([schema.field(p.name) for p in spec.partials]))
-    mask = np.zeros(partials.num_rows, dtype=bool)
-    mask[rows] = True
-    mask_array = pa.array(mask)
-    for partial in spec.partials:
-        column = partials[partial.name].combine_chunks()
-        mine = pc.take(column, at)
-        theirs = values[partial.name].cast(column.type)
-        both = _MERGES[partial.merge](mine, theirs)
-        both = pc.if_else(pc.is_null(mine), theirs, pc.if_else(pc.is_null(theirs), mine, both))
-        if isinstance(both, pa.ChunkedArray):
-            both = both.combine_chunks()
-        merged = pc.replace_with_mask(column, mask_array, both)
-        partials = partials.set_column(partials.schema.get_field_index(partial.name),
-                                       partial.name, merged)
-    return partials
-
-
 def _as_partials(task: Any, entries: pa.Table) -> pa.Table:
     """Entries as partial rows: kg, keys, window bounds, partial columns."""
     spec: WindowSpec = task.spec
     schema: pa.Schema = task.state_schema
-    keys = decode(entries[FIELD], pa.schema([schema.field(k) for k in spec.keys]))
+    keys = decode(entries[FIELD], _key_schema(spec, schema))
     values = decode(entries[VALUE], pa.schema([schema.field(p.name) for p in spec.partials]))
     end = entries[TIMER]
     start = pc.subtract(end, pa.scalar(spec.window_us, pa.int64()))
@@ -235,37 +179,40 @@ def _as_partials(task: Any, entries: pa.Table) -> pa.Table:
     return pa.table(columns)
 
 
-def _field(spec: WindowSpec, rows: pa.Table) -> pa.Array:
-    if not spec.keys:
-        return pa.array([""] * rows.num_rows, pa.string())
-    return encode(rows, list(spec.keys))
+_SLOT = "@slot"
+
+
+def _key_schema(spec: WindowSpec, state_schema: pa.Schema) -> pa.Schema:
+    """What an entry's key holds: the group's keys and the window's slot (its start over
+    the slide: shorter than its end, which the entry's timer holds)."""
+    return pa.schema([*(state_schema.field(k) for k in spec.keys), (_SLOT, pa.int64())])
 
 
 def _changes(
-    spec: WindowSpec, merged: pa.Table | None, closed: pa.Table | None
+    spec: WindowSpec, partials: pa.Table | None, closed: pa.Table | None, watermark: int | None
 ) -> dict[int, KeyedChanges]:
-    """Per key group: the changed entries, the fired timers and the emitted rows."""
-    puts = slices_by_group(_entries(spec, merged)) if merged is not None else {}
+    """Per key group: the input's partials put, the windows closed (their entries expired
+    with the watermark) and the emitted rows."""
+    puts = slices_by_group(_entries(spec, partials)) if partials is not None else {}
     fired = slices_by_group(closed) if closed is not None else {}
-    changes = {}
-    for kg in sorted(set(puts) | set(fired)):
-        emitted = fired.get(kg)
-        changes[kg] = KeyedChanges(
+    return {
+        kg: KeyedChanges(
             puts=puts[kg].drop_columns([KG]) if kg in puts else None,
-            fired=tuple(sorted(set(emitted[WINDOW_END].to_pylist())))
-            if emitted is not None
-            else (),
-            emitted=emitted.drop_columns([KG]) if emitted is not None else None,
+            expire=watermark if kg in fired else None,
+            emitted=fired[kg].drop_columns([KG]) if kg in fired else None,
         )
-    return changes
+        for kg in sorted(set(puts) | set(fired))
+    }
 
 
-def _entries(spec: WindowSpec, merged: pa.Table) -> pa.Table:
+def _entries(spec: WindowSpec, partials: pa.Table) -> pa.Table:
+    slots = pc.divide(partials[WINDOW_START].cast(pa.int64()), spec.slide_us)
+    keys = pa.table({**{k: partials[k] for k in spec.keys}, _SLOT: slots})
     return pa.table(
         {
-            KG: merged[KG],
-            TIMER: merged[WINDOW_END],
-            FIELD: merged[FIELD],
-            VALUE: encode(merged, [p.name for p in spec.partials]),
+            KG: partials[KG],
+            TIMER: partials[WINDOW_END].cast(pa.int64()),
+            FIELD: encode(keys, keys.column_names),
+            VALUE: encode(partials, [p.name for p in spec.partials]),
         }
     )

@@ -18,7 +18,6 @@ import pyarrow as pa
 
 from engine.runtime.operators.dedupe import DedupeSpec
 from engine.runtime.operators.join import JoinSpec
-from engine.runtime.operators.window_groups import process_group_instance
 from engine.runtime.operators.window_spec import WindowSpec
 from engine.runtime.operators.window_worker import process_window_instance
 from engine.runtime.state import StoreSpec, open_store
@@ -85,9 +84,7 @@ def run_instance(task: EpochTask, batches: Iterator[pa.RecordBatch]) -> Iterator
     store = open_store(task.store)
     read_before = store.bytes_read
     if isinstance(task.spec, WindowSpec):
-        keyed = store.keyed_windows_for(task.spec.operator)
-        process = process_window_instance if keyed else process_group_instance
-        emitted = process(task, report, table, store)
+        emitted = process_window_instance(task, report, table, store)
     elif isinstance(task.spec, JoinSpec):
         from engine.runtime.operators.join_worker import process_join_instance
 
@@ -96,7 +93,7 @@ def run_instance(task: EpochTask, batches: Iterator[pa.RecordBatch]) -> Iterator
         from engine.runtime.operators.dedupe_worker import process_dedupe_instance
 
         emitted = process_dedupe_instance(task, report, table, store)
-    report.bytes_read = store.bytes_read - read_before  # what this instance read, any layout
+    report.bytes_read = store.bytes_read - read_before  # what this instance read
     report.busy_ms = (time.perf_counter() - started) * 1000.0
     if emitted is not None and emitted.num_rows:
         yield from _to_output(task, emitted).to_batches()

@@ -1,113 +1,108 @@
-"""The state store contract and the picklable spec Spark workers open stores from.
+"""The state store contract: one layout for every keyed operator's state.
 
-Two layouts, both addressed by (operator, key group), never by instance:
+State is addressed by (operator, key group, key): an entry is a key (``FIELD``, the key's
+columns encoded by ``entries.encode``) with its value (``VALUE``) and its timer (``TIMER``:
+when the entry is due, as a window's end, or expires, as a remembered key's time plus its
+bound). An instance reads the entries of the keys in its epoch's input (``read_entries``)
+and, for windows, those whose timers are due (``fire_timers``), never a whole key group.
 
-- whole groups: a key group's state is one Arrow table written atomically together with
-  the epoch that produced it. The table also carries the rows that epoch emitted (flag
-  column ``__emitted``), so a replayed epoch returns the same output without touching
-  the state.
-- keyed entries (``keyed.py``): entries addressed by (operator, key group, timer, field),
-  read by key and by due timer, of which an epoch writes only what changed, committed
-  per key group together with the group's mark (the epoch) and the rows it emitted.
+A commit writes per key group only what changed (entries put, and every entry whose timer
+is at or before ``KeyedChanges.expire`` dropped) and, in the same atomic step, the group's
+mark (the epoch) and the rows the epoch emitted: a replayed epoch finds the mark and
+re-emits those rows (``read_emitted``) instead of applying the epoch twice.
+
+An operator whose entries fold (a window's partial aggregates) puts them as deltas with a
+``Combine``: the store folds an entry's versions into one when it merges them or fires its
+timer, so an epoch puts its input's partials without reading the stored ones.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
-from engine.runtime.state.keyed import KeyedEntries
+KG = "kg"
+TIMER = "timer"
+FIELD = "field"
+VALUE = "value"
+ENTRIES = pa.schema(
+    [(KG, pa.int32()), (TIMER, pa.int64()), (FIELD, pa.string()), (VALUE, pa.string())]
+)
 
-EMITTED = "__emitted"
+Combine = Callable[[pa.Array, np.ndarray], pa.Array]
+"""Folds the versions of entries into one value each: (the versions' values, the entry
+each belongs to: 0, 1, ... in order) -> one value per entry. Commutative and associative,
+as a sum, a min or a max is: versions meet in any grouping and order."""
 
 
 @dataclass(frozen=True)
-class GroupState:
-    """What a key group holds: the epoch that last wrote it and its table."""
+class KeyedChanges:
+    """One key group's changes of one epoch: entries put (``TIMER``, ``FIELD``, ``VALUE``),
+    the entries whose timers are at or before ``expire`` dropped (before the puts), and the
+    rows the epoch emitted."""
 
-    epoch: int
-    table: pa.Table
+    puts: pa.Table | None = None
+    expire: int | None = None
+    emitted: pa.Table | None = None
 
 
 @dataclass(frozen=True)
 class StoreSpec:
-    """How to open a store: ``kind`` is ``sqlite`` or ``files`` (``location`` a directory),
-    ``redis`` (``location`` a redis:// URL) or ``memory``; ``namespace`` separates runs."""
+    """How to open a store: ``kind`` is ``sqlite`` (``location`` a directory), ``redis``
+    (``location`` a redis:// URL) or ``memory``; ``namespace`` separates runs."""
 
     kind: str
     location: str
     namespace: str = "default"
 
 
-class StateStore(KeyedEntries, ABC):
-    """Per-(operator, key group) state with atomic, epoch-carrying writes."""
+class StateStore(ABC):
+    """Keyed entries per (operator, key group), committed atomically with the group's mark.
 
-    # Whether window aggregates keep keyed entries here (else whole groups): chosen per
-    # store by measurement (README, "State that follows the input").
-    keyed_windows = False
+    An entry's timer may move later with a put, never earlier; ``fire_timers`` is for
+    operators whose entries keep their timer (a window's end)."""
 
-    def keyed_windows_for(self, operator: str) -> bool:
-        """Whether ``operator``'s windows keep keyed entries: the store's choice, unless the
-        operator already holds whole groups here (a run started before the store chose
-        keyed entries goes on in the layout its state is in)."""
-        return self.keyed_windows and not self.holds_whole_groups(operator)
-
-    def holds_whole_groups(self, operator: str) -> bool:
-        """Whether ``operator`` holds any whole-group state (stores whose keyed entries are
-        kept apart from whole groups answer it; by default, none is)."""
-        return False
+    bytes_read = 0  # state bytes this process read from the store (for epoch metrics)
+    bytes_copied = 0  # state bytes copied between owners (``hand_over``)
 
     @abstractmethod
-    def read_group(self, operator: str, key_group: int) -> GroupState | None:
-        """The group's last written state, or None if it holds nothing."""
+    def marks(self, operator: str, key_groups: Iterable[int]) -> dict[int, int]:
+        """The epoch of each group's last commit (groups without one are left out)."""
 
     @abstractmethod
-    def write_group(self, operator: str, key_group: int, epoch: int, table: pa.Table) -> int:
-        """Atomically replaces the group's state with ``table`` written by ``epoch``.
-
-        Skipped if the stored epoch is already >= ``epoch`` (a replay); returns bytes written.
-        """
+    def read_entries(self, operator: str, wanted: pa.Table) -> pa.Table:
+        """The stored entries (``ENTRIES``) of the keys ``wanted`` (``KG``, ``FIELD``)."""
 
     @abstractmethod
-    def delete_group(self, operator: str, key_group: int) -> None:
-        """Forgets a group whose state became empty."""
+    def fire_timers(
+        self, operator: str, key_groups: Iterable[int], until: int, combine: Combine | None = None
+    ) -> pa.Table:
+        """Every entry of the groups whose timer is at or before ``until`` (its versions
+        folded by ``combine``): ``ENTRIES``."""
 
-    def read_groups(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupState]:
-        """The groups among ``key_groups`` that hold state (stores override this to read
-        them in one round trip)."""
-        found = {}
-        for kg in key_groups:
-            group = self.read_group(operator, kg)
-            if group is not None:
-                found[kg] = group
-        return found
+    @abstractmethod
+    def read_emitted(self, operator: str, key_groups: Iterable[int]) -> dict[int, pa.Table]:
+        """The rows each group's last commit emitted."""
 
-    def load_groups(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupState]:
-        """``read_groups``, with the bytes read added to ``bytes_read`` (epoch metrics)."""
-        groups = self.read_groups(operator, key_groups)
-        self.bytes_read += sum(g.table.nbytes for g in groups.values())
-        return groups
-
-    def write_groups(
-        self, operator: str, epoch: int, changes: Mapping[int, pa.Table | None]
+    @abstractmethod
+    def commit_entries(
+        self,
+        operator: str,
+        epoch: int,
+        changes: Mapping[int, KeyedChanges],
+        combine: Combine | None = None,
     ) -> int:
-        """One instance's changes of one epoch: a table replaces its group as
-        ``write_group`` does, None deletes the group. Stores override this to apply them
-        in one transaction or round trip. Returns the bytes written."""
-        written = 0
-        for kg, table in changes.items():
-            if table is None:
-                self.delete_group(operator, kg)
-            else:
-                written += self.write_group(operator, kg, epoch, table)
-        return written
+        """Applies each group's changes with its mark, atomically per group, skipping
+        groups whose mark is already ``epoch`` or later; returns the bytes written. With
+        ``combine``, the puts are deltas folded into the entries' stored values."""
 
     @abstractmethod
     def groups(self, operator: str) -> set[int]:
-        """The key groups of ``operator`` that hold state."""
+        """The key groups of ``operator`` that hold entries."""
 
     @abstractmethod
     def clear(self) -> None:
@@ -121,12 +116,12 @@ class StateStore(KeyedEntries, ABC):
         for kg, old, new in moves:
             if self.address(operator, kg, old) != self.address(operator, kg, new):
                 copied += self.copy_group(operator, kg, old, new)
-        self.bytes_copied = getattr(self, "bytes_copied", 0) + copied
+        self.bytes_copied += copied
         return copied
 
     def address(self, operator: str, key_group: int, owner: int) -> tuple[object, ...]:
-        """Where a group's state lives. The VSN stores address state by (operator, key
-        group), never by owner: an owner change leaves the state where it is."""
+        """Where a group's state lives: by (operator, key group), never by owner, so an
+        owner change leaves the state where it is."""
         return (operator, key_group)
 
     def copy_group(self, operator: str, key_group: int, old: int, new: int) -> int:
@@ -135,59 +130,15 @@ class StateStore(KeyedEntries, ABC):
         raise NotImplementedError(f"{type(self).__name__} addresses state by owner but "
                                   "cannot copy it")
 
-    def state_bytes(self, operator: str) -> int:
-        """Total bytes of the operator's state (for reports; may be approximate)."""
-        total = 0
-        for kg in self.groups(operator):
-            group = self.read_group(operator, kg)
-            if group is not None:
-                total += group.table.nbytes
-        return total
 
-
-def table_to_bytes(table: pa.Table, epoch: int) -> bytes:
-    """Serialises a table as Arrow IPC with the epoch in the schema metadata."""
-    table = table.replace_schema_metadata({"epoch": str(epoch)})
+def ipc_bytes(table: pa.Table) -> bytes:
+    """A table as Arrow IPC stream bytes (the rows an epoch emitted)."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
 
 
-def table_from_bytes(data: bytes) -> GroupState:
-    """Inverse of ``table_to_bytes``."""
-    table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
-    epoch = int((table.schema.metadata or {})[b"epoch"])
-    return GroupState(epoch=epoch, table=table.replace_schema_metadata(None))
-
-
-_OPEN: dict[StoreSpec, StateStore] = {}
-
-
-def open_store(spec: StoreSpec) -> StateStore:
-    """The store for ``spec``; one instance per process so workers reuse connections."""
-    store = _OPEN.get(spec)
-    if store is None:
-        store = _build(spec)
-        _OPEN[spec] = store
-    return store
-
-
-def _build(spec: StoreSpec) -> StateStore:
-    if spec.kind == "files":
-        from engine.runtime.state.files import FileStateStore
-
-        return FileStateStore(spec.location, spec.namespace)
-    if spec.kind == "sqlite":
-        from engine.runtime.state.sqlite_store import SqliteStateStore
-
-        return SqliteStateStore(spec.location, spec.namespace)
-    if spec.kind == "redis":
-        from engine.runtime.state.redis_store import RedisStateStore
-
-        return RedisStateStore(spec.location, spec.namespace)
-    if spec.kind == "memory":
-        from engine.runtime.state.memory import MemoryStateStore
-
-        return MemoryStateStore()
-    raise ValueError(f"unknown state store kind {spec.kind!r}")
+def ipc_table(data: bytes) -> pa.Table:
+    """Inverse of ``ipc_bytes``."""
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()

@@ -1,40 +1,62 @@
-"""In-process state store for unit tests (not shared between processes)."""
+"""In-process state store for unit tests: the sorted-runs layout with its rows and runs in
+dicts (not shared between processes)."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable, Mapping
+
 import pyarrow as pa
 
-from engine.runtime.state.base import GroupState, StateStore
+from engine.runtime.state.runs_store import GroupRow, Plan, RunsStore
+from engine.runtime.state.sorted_runs import Loaded, Run, as_loaded
+
+_NAMES = itertools.count()
 
 
-class MemoryStateStore(StateStore):
-    """Groups kept in a dict; same semantics as the real stores."""
-
-    keyed_windows = True
+class MemoryStateStore(RunsStore):
+    """Group rows and run tables kept in dicts; same semantics as the real stores."""
 
     def __init__(self) -> None:
-        self._groups: dict[tuple[str, int], GroupState] = {}
+        self._groups: dict[tuple[str, int], GroupRow] = {}
+        self._emitted: dict[tuple[str, int], pa.Table | None] = {}
+        self._tables: dict[tuple[str, int], pa.Table] = {}
 
-    def read_group(self, operator: str, key_group: int) -> GroupState | None:
-        """The stored group, if any."""
-        return self._groups.get((operator, key_group))
+    def _rows(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupRow]:
+        found = ((kg, self._groups.get((operator, kg))) for kg in set(key_groups))
+        return {kg: row for kg, row in found if row is not None}
 
-    def write_group(self, operator: str, key_group: int, epoch: int, table: pa.Table) -> int:
-        """Replaces the group unless it already holds ``epoch`` or later."""
-        old = self._groups.get((operator, key_group))
-        if old is not None and old.epoch >= epoch:
-            return 0
-        self._groups[(operator, key_group)] = GroupState(epoch, table)
-        return table.nbytes
+    def _open(self, operator: str, rows: Mapping[int, GroupRow]) -> dict[int, list[Loaded | Run]]:
+        return {
+            kg: [as_loaded(run, self._tables[(run.file, run.batch)]) if run.file else run
+                 for run in row.runs]
+            for kg, row in rows.items()
+        }
 
-    def delete_group(self, operator: str, key_group: int) -> None:
-        """Forgets the group."""
-        self._groups.pop((operator, key_group), None)
+    def read_emitted(self, operator: str, key_groups: Iterable[int]) -> dict[int, pa.Table]:
+        """The rows each group's last commit emitted."""
+        found = ((kg, self._emitted.get((operator, kg))) for kg in set(key_groups))
+        return {kg: rows for kg, rows in found if rows is not None}
+
+    def _commit(self, operator: str, epoch: int, plan: Plan) -> int:
+        name = f"e{epoch}-{next(_NAMES)}"
+        for batch, table in enumerate(plan.tables):
+            self._tables[(name, batch)] = table.combine_chunks()
+        for kg, change in plan.live.items():
+            listed = tuple(plan.listed(kg, name))
+            before = plan.before.get(kg)
+            for dropped in set(before.runs if before else ()) - set(listed):
+                self._tables.pop((str(dropped.file), dropped.batch), None)
+            self._groups[(operator, kg)] = GroupRow(epoch, listed, "")
+            self._emitted[(operator, kg)] = change.emitted
+        return sum(table.nbytes for table in plan.tables)
 
     def groups(self, operator: str) -> set[int]:
-        """Key groups of the operator."""
-        return {kg for (op, kg) in self._groups if op == operator}
+        """Key groups of the operator that hold entries."""
+        return {kg for (op, kg), row in self._groups.items() if op == operator and row.runs}
 
     def clear(self) -> None:
         """Drops everything."""
         self._groups.clear()
+        self._emitted.clear()
+        self._tables.clear()

@@ -1,28 +1,23 @@
-"""Keyed entries as sorted runs: immutable Arrow files, each sorted by a 64-bit hash of
-(timer, field), looked up by binary search, merged size-tiered (a log-structured layout).
+"""Entries as sorted runs (a log-structured layout, as Hummock's sorted string tables):
+immutable Arrow files, each sorted by a 64-bit hash of the entry's key (``FIELD``).
 
-A key group's state is a list of runs, oldest first. A commit adds one run with the
-entries it put, and the timers it fired (tombstones: they hide older runs' entries of those
-timers, not the run's own puts); it writes the runs of all its groups end to end, as one
-record batch of one file. Reading a key is a ``searchsorted`` per run on its memory-mapped
-hash column, newest run first, so it costs the wanted keys times the runs, not the group's
-size; what the searches found is confirmed and gathered per record batch, for all the
-groups whose runs it holds at once (``find``). Runs merge size-tiered: a group keeps a few
-runs of each size, whose sizes grow geometrically, and each entry is rewritten a few times
-over its life instead of with every epoch that touches its group.
-
-Hashes only order and find entries; a match is confirmed on (timer, field), and entries
-whose hashes collide are told apart by the field itself.
-
-A run may hold deltas (``Run.delta``: a window's partial aggregates, put without reading
-the stored ones): an entry's value is then its versions folded (``keyed.Combine``), newest
-first down to its newest version in a run of whole values. Merges and fired timers fold
-them (``live_entries``); a lookup (``find``) reads whole values only.
+A key group's state is a list of runs, oldest first. A commit adds a run of the entries it
+put and, where it expired entries, their bound (``Run.expire``: it hides older runs'
+entries whose timers are at or before it). Reading a key is a ``searchsorted`` per run on
+its memory-mapped hash column, newest first: it costs the wanted keys times the runs, not
+the group's size, and the newest version found decides (an expired one: the key is gone).
+Runs merge size-tiered, so an entry is rewritten a few times over its life, not with every
+epoch that touches its group; a merge leaves expired entries out. A match is confirmed on
+the key itself. A folding operator's (``Combine``) versions are deltas, all folded when
+read; the others' newest version is the value.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -32,8 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.runtime.errors import StreamRuntimeError
-from engine.runtime.state.keyed import FIELD, TIMER, VALUE, Combine
+from engine.runtime.state.base import FIELD, TIMER, VALUE, Combine
 
 HASH = "h"
 RUN_SCHEMA = pa.schema(
@@ -42,56 +36,48 @@ RUN_SCHEMA = pa.schema(
 _FOUND = pa.schema([RUN_SCHEMA.field(n) for n in (TIMER, FIELD, VALUE)])  # found by ``find``
 # A group keeps up to TIER - 1 runs of each size; the TIER-th merges them into one run of
 # the next size, about TIER times larger (``runs_to_merge``): each entry is rewritten about
-# log_TIER(group's rows / an epoch's rows of it) times. Measured on one instance's epoch
-# (64 groups, 100k rows, 5M keys, Redis store): 3 took 128 ms (median of 40 epochs), 4 took
-# 132 ms, and merging into the run before while it held at most about as many rows as the
-# newer ones (entries rewritten log2 times) 144 ms: its merges, and compressing and sending
-# the merged runs, cost more than the extra run per size costs a lookup.
+# log_TIER(group's rows / an epoch's rows of it) times. Larger tiers cost a lookup more
+# runs than they save in merges (bench state).
 TIER = 3
 SAME_SIZE = 2.0
 MAX_RUNS = 14
-
+_NEVER = np.iinfo(np.int64).min
+_WRITTEN = re.compile(r"^e(-?\d+)-[0-9a-f]+$")
 _P = 0x100000001B3
 _POWERS = np.array([pow(_P, i, 1 << 64) for i in range(256)], dtype=np.uint64)
-_SHORT = 24  # strings up to this long are hashed one position at a time
 
 
 @dataclass(frozen=True)
 class Run:
-    """One immutable run: the file holding it (none for a run of tombstones only), its rows
-    and the timers fired when it was written. A commit writes its runs end to end as its
-    file's one record batch, the run from row ``start``; a run with no ``start`` is record
-    batch ``batch`` whole (files written before, and a run fetched into a file of its own).
-    ``batch`` numbers the file's runs either way. A ``delta`` run's entries fold into their
-    versions in older runs; the others hold whole values."""
+    """One immutable run: the file holding it (none for a run of no entries), its rows, the
+    bound of the entries it expired (``expire``: older runs' entries with timers at or
+    before it are gone) and its earliest timer (``first``: whether any of its entries can
+    be due or expire is known without reading them). A commit writes its runs end to end
+    as its file's one record batch, numbered ``batch``, the run from row ``start``."""
 
     file: str | None
     rows: int
-    fired: tuple[int, ...] = ()
+    expire: int | None = None
     batch: int = 0
-    start: int | None = None
-    delta: bool = False
+    start: int = 0
+    first: int | None = None
 
     def as_json(self) -> list[object]:
-        listed: list[object] = [self.file, self.batch, self.rows, list(self.fired)]
-        if self.delta:
-            return [*listed, self.start, 1]
-        return listed if self.start is None else [*listed, self.start]
+        return [self.file, self.batch, self.rows, self.expire, self.start, self.first]
 
     @staticmethod
     def from_json(data: list[Any]) -> Run:
-        name, batch, rows, fired, *rest = data
-        start = rest[0] if rest else None
-        return Run(file=name, rows=int(rows), fired=tuple(fired), batch=int(batch),
-                   start=None if start is None else int(start),
-                   delta=len(rest) > 1 and bool(rest[1]))
+        name, batch, rows, expire, start, first = data
+        return Run(name, int(rows), expire, int(batch), int(start), first)
+
+    def may_hold_timers_until(self, until: int) -> bool:
+        """Whether the run holds entries whose timers are at or before ``until``."""
+        return self.rows > 0 and (self.first is None or self.first <= until)
 
 
 @dataclass(frozen=True)
 class Batch:
-    """A record batch holding runs end to end, and its hash and timer columns as NumPy
-    views: a lookup searches each run apart, then confirms and gathers what it found in
-    all the batch's runs at once."""
+    """A record batch holding runs end to end, its columns as NumPy views and arrays."""
 
     table: pa.Table
     hashes: np.ndarray = field(repr=False)
@@ -101,19 +87,14 @@ class Batch:
 
     @staticmethod
     def of(table: pa.Table) -> Batch:
-        return Batch(
-            table,
-            one_chunk(table[HASH]).to_numpy(zero_copy_only=True),
-            one_chunk(table[TIMER]).to_numpy(zero_copy_only=True),
-            one_chunk(table[FIELD]),
-            one_chunk(table[VALUE]),
-        )
+        columns = [one_chunk(table[name]) for name in RUN_SCHEMA.names]
+        return Batch(table, columns[0].to_numpy(), columns[1].to_numpy(), *columns[2:])
 
 
 @dataclass
 class Loaded:
-    """A run with its table (memory-mapped) and its hash column as a NumPy view, and the
-    batch it is rows ``start`` onwards of (none: the run is a batch of its own)."""
+    """A run with its rows (memory-mapped), their hashes and timers as NumPy views, and the
+    batch it is rows ``start`` onwards of (none yet: a run not written)."""
 
     run: Run
     table: pa.Table
@@ -125,78 +106,39 @@ class Loaded:
     def in_batch(self) -> tuple[Batch, int]:
         """The batch holding the run and the run's first row in it."""
         if self.source is None:
-            self.source = Batch.of(self.table.combine_chunks())
-            self.start = 0
+            self.source, self.start = Batch.of(self.table.combine_chunks()), 0
         return self.source, self.start
 
 
-def _fmix(h: np.ndarray) -> np.ndarray:
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xFF51AFD7ED558CCD)
-    h = h ^ (h >> np.uint64(33))
-    h = h * np.uint64(0xC4CEB9FE1A85EC53)
-    return h ^ (h >> np.uint64(33))
+def as_loaded(run: Run, table: pa.Table) -> Loaded:
+    """A run with its table, not from a file."""
+    return Loaded(run, table, one_chunk(table[HASH]).to_numpy(),
+                  one_chunk(table[TIMER]).to_numpy())
 
 
-def entry_hashes(
-    timers: pa.Array | pa.ChunkedArray, fields: pa.Array | pa.ChunkedArray
-) -> np.ndarray:
-    """A 64-bit hash of each (timer, field), vectorised over the strings' bytes."""
-    fields = one_chunk(fields).cast(pa.string())
-    count = len(fields)
-    if count == 0:
-        return np.zeros(0, dtype=np.uint64)
-    offsets = np.frombuffer(fields.buffers()[1], dtype=np.int32)[
-        fields.offset : fields.offset + count + 1
-    ]
-    start, end = int(offsets[0]), int(offsets[-1])
-    lengths = np.diff(offsets).astype(np.int64)
-    data_buffer = fields.buffers()[2]
-    text = np.zeros(0, np.uint8) if data_buffer is None else np.frombuffer(data_buffer, np.uint8)
-    longest = int(lengths.max())
-    if longest <= _SHORT:
-        by_text = _short_text_hashes(text, offsets[:-1], lengths, longest)
-    else:
-        by_text = _text_hashes(text[start:end], offsets - start, lengths, count)
-    timer_values = one_chunk(timers).cast(pa.int64()).to_numpy(zero_copy_only=False)
-    by_timer = _fmix(timer_values.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    return _fmix(by_text ^ (lengths.astype(np.uint64) * np.uint64(0x2545F4914F6CDD1D)) ^ by_timer)
-
-
-def _short_text_hashes(
-    text: np.ndarray, starts: np.ndarray, lengths: np.ndarray, longest: int
-) -> np.ndarray:
-    """sum(byte[i] * P**i) per string, one step per position (short strings)."""
-    hashes = np.zeros(len(starts), np.uint64)
-    starts = starts.astype(np.int64)
-    for position in range(longest):
-        active = lengths > position
-        if active.all():
-            hashes += text[starts + position].astype(np.uint64) * _POWERS[position]
-        else:
-            at = np.flatnonzero(active)
-            hashes[at] += text[starts[at] + position].astype(np.uint64) * _POWERS[position]
-    return hashes
-
-
-def _text_hashes(
-    data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, count: int
-) -> np.ndarray:
-    """sum(byte[i] * P**i) per string, over all bytes at once (long strings)."""
-    values = data.astype(np.uint64)
-    owner = np.repeat(np.arange(count), lengths)
-    position = np.arange(len(values)) - offsets[:-1][owner]
-    powers = _powers(int(lengths.max()))
-    sums = np.concatenate(([np.uint64(0)], np.cumsum(values * powers[position], dtype=np.uint64)))
-    relative = offsets.astype(np.int64)
-    return sums[relative[1:]] - sums[relative[:-1]]
-
-
-def _powers(longest: int) -> np.ndarray:
+def entry_hashes(fields: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A 64-bit hash of each key: sum(byte[i] * P**i) over its bytes, mixed with its length,
+    one vectorised step per byte position (keys are short, and per-byte index arrays cost
+    more than the steps)."""
     global _POWERS
-    if longest > len(_POWERS):
-        _POWERS = np.array([pow(_P, i, 1 << 64) for i in range(2 * longest)], dtype=np.uint64)
-    return _POWERS
+    fields = one_chunk(fields).cast(pa.string())
+    if len(fields) == 0:
+        return np.zeros(0, dtype=np.uint64)
+    offsets = np.frombuffer(fields.buffers()[1], np.int32)[
+        fields.offset : fields.offset + len(fields) + 1].astype(np.int64)
+    lengths, starts = np.diff(offsets), offsets[:-1]
+    data = fields.buffers()[2]
+    text = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, np.uint8)
+    if lengths.max() > len(_POWERS):
+        _POWERS = np.array([pow(_P, i, 1 << 64) for i in range(2 * lengths.max())], np.uint64)
+    h, shortest = np.zeros(len(fields), np.uint64), lengths.min()
+    for position in range(int(lengths.max())):
+        at = slice(None) if shortest > position else np.flatnonzero(lengths > position)
+        h[at] += text[starts[at] + position].astype(np.uint64) * _POWERS[position]
+    h ^= lengths.astype(np.uint64) * np.uint64(0x2545F4914F6CDD1D)
+    for factor in (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53):  # fmix64
+        h = (h ^ (h >> np.uint64(33))) * np.uint64(factor)
+    return h ^ (h >> np.uint64(33))
 
 
 def one_chunk(array: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -207,12 +149,10 @@ def one_chunk(array: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def entry_order(groups: np.ndarray, hashes: np.ndarray, *, stable: bool = False) -> np.ndarray:
-    """The order that sorts entries by (group, hash), exactly: one NumPy sort of a 64-bit
-    key made of the group and the hash's top 48 bits (several times faster than
-    ``np.lexsort``), checked against the whole hashes, which differ in those bits alone so
-    rarely that a ``lexsort`` then is no cost (nor for groups past 2**16, which the key
-    cannot hold; key groups stop at 32768). ``stable`` keeps entries of equal (group, hash)
-    in their order (a stable sort is quick on runs already sorted)."""
+    """The order that sorts entries by (group, hash): one NumPy sort of a 64-bit key of the
+    group and the hash's top 48 bits (several times faster than ``np.lexsort``, which is
+    the fallback where hashes tie in those bits or groups pass 2**16). ``stable`` keeps
+    entries of equal (group, hash) in their order (quick on runs already sorted)."""
     if not len(hashes):
         return np.zeros(0, np.int64)
     if groups.min() < 0 or groups.max() >= 1 << 16:
@@ -225,25 +165,19 @@ def entry_order(groups: np.ndarray, hashes: np.ndarray, *, stable: bool = False)
     return order
 
 
-def sorted_runs(puts: Sequence[pa.Table], hashes: np.ndarray) -> list[pa.Table]:
-    """Each of ``puts`` (``TIMER``, ``FIELD``, ``VALUE`` rows; ``hashes`` their
-    ``entry_hashes``, in order) as a run table sorted by hash, all in one sort: a commit
-    makes a run for most of its groups."""
-    sizes = [table.num_rows for table in puts]
-    owner = np.repeat(np.arange(len(puts)), sizes)
-    order = entry_order(owner, hashes)
-
+def sorted_runs(puts: Sequence[pa.Table]) -> list[pa.Table]:
+    """Each of ``puts`` (``TIMER``, ``FIELD``, ``VALUE`` rows) as a run table sorted by hash,
+    all in one sort: a commit makes a run for most of its groups."""
     def column(name: str) -> pa.ChunkedArray:
         kind = RUN_SCHEMA.field(name).type
-        return pa.chunked_array(
-            [chunk for table in puts for chunk in table[name].cast(kind).chunks], kind
-        )
+        return pa.chunked_array([c for table in puts for c in table[name].cast(kind).chunks], kind)
 
+    sizes = [table.num_rows for table in puts]
+    hashes = entry_hashes(column(FIELD))
+    order = entry_order(np.repeat(np.arange(len(puts)), sizes), hashes)
     runs = pa.Table.from_arrays(
         [pa.array(hashes[order], pa.uint64()),
-         *[column(name).take(order) for name in (TIMER, FIELD, VALUE)]],
-        schema=RUN_SCHEMA,
-    )
+         *[column(name).take(order) for name in (TIMER, FIELD, VALUE)]], schema=RUN_SCHEMA)
     starts = np.concatenate(([0], np.cumsum(sizes))).tolist()
     return [runs.slice(start, end - start) for start, end in pairwise(starts)]
 
@@ -258,31 +192,20 @@ def write_runs(path: str, tables: Sequence[pa.Table]) -> int:
 
 
 class RunFile:
-    """A file of runs, memory-mapped: its batches are read without copying."""
+    """A file of runs, memory-mapped: its batch is read without copying, and its views
+    made once (a file never changes, and a group reads its runs every epoch)."""
 
     def __init__(self, path: str) -> None:
-        self.reader = pa.ipc.open_file(pa.memory_map(path, "r"))
-        self._batches: dict[int, Batch] = {}
+        reader = pa.ipc.open_file(pa.memory_map(path, "r"))
+        self.batch = Batch.of(pa.Table.from_batches([reader.get_batch(0)]))
 
-    def loaded(self, run: Run, batch: int | None = None) -> Loaded:
-        """The run: its rows of the file's one batch (``run.start``), or its batch whole
-        (``run.batch``, or ``batch``: a file holding that run alone). Each batch's views are
-        made once: a file never changes, and a group reads its runs every epoch."""
-        if batch is None and run.start is not None:
-            whole = self._batch(0)
-            end = run.start + run.rows
-            return Loaded(run, whole.table.slice(run.start, run.rows),
-                          whole.hashes[run.start : end], whole.timers[run.start : end],
-                          whole, run.start)
-        whole = self._batch(run.batch if batch is None else batch)
-        return Loaded(run, whole.table, whole.hashes, whole.timers, whole, 0)
-
-    def _batch(self, index: int) -> Batch:
-        found = self._batches.get(index)
-        if found is None:
-            found = self._batches[index] = Batch.of(
-                pa.Table.from_batches([self.reader.get_batch(index)]))
-        return found
+    def loaded(self, run: Run, alone: bool = False) -> Loaded:
+        """The run: its rows of the file's batch, from ``run.start`` (or the whole batch:
+        a file holding the run ``alone``)."""
+        start, whole = (0 if alone else run.start), self.batch
+        end = start + run.rows
+        return Loaded(run, whole.table.slice(start, run.rows), whole.hashes[start:end],
+                      whole.timers[start:end], whole, start)
 
 
 class MappedFiles(dict[str, RunFile]):
@@ -296,18 +219,37 @@ class MappedFiles(dict[str, RunFile]):
             mapped = self[path] = RunFile(path)
         return mapped
 
-    def unmap_deleted(self, root: str | None = None) -> None:
-        """Unmaps the files (under ``root``) another process deleted, so that their disk
-        space does not stay taken while mapped here."""
-        for path in [p for p in self if root is None or p.startswith(root + os.sep)]:
+    def collect(self, directory: str, named: set[str | None], epoch: int) -> None:
+        """Deletes the run files in ``directory`` that no group names and that an epoch
+        before ``epoch`` wrote (a file of this epoch may be an instance's that has yet to
+        commit), and unmaps those another process deleted, so that their disk space does
+        not stay taken while mapped here."""
+        for entry in os.listdir(directory):
+            name = entry.split(".")[0]
+            written = _WRITTEN.match(name)
+            if name not in named and written and int(written.group(1)) < epoch:
+                self.pop(os.path.join(directory, entry), None)
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(os.path.join(directory, entry))
+        for path in [p for p in self if p.startswith(directory + os.sep)]:
             if not os.path.exists(path):
                 del self[path]
+
+    def forget(self, root: str) -> None:
+        """Unmaps every file under ``root`` (its store was cleared)."""
+        for path in [p for p in self if p.startswith(root + os.sep)]:
+            del self[path]
+
+
+def run_file_name(epoch: int) -> str:
+    """A unique name for a file of runs that ``epoch`` writes (``MappedFiles.collect``)."""
+    return f"e{epoch}-{uuid.uuid4().hex}"
 
 
 @dataclass(frozen=True)
 class Span:
-    """One key group's wanted entries (rows ``first`` to ``end`` of the sorted wanted) and
-    its runs, newest first."""
+    """One key group's wanted keys (rows ``first`` to ``end`` of the sorted wanted) and its
+    runs, newest first."""
 
     runs: Sequence[Loaded | Run]
     first: int
@@ -315,50 +257,45 @@ class Span:
 
 
 def find(
-    spans: Sequence[Span], timers: np.ndarray, fields: pa.Array, hashes: np.ndarray
+    spans: Sequence[Span], fields: pa.Array, hashes: np.ndarray
 ) -> tuple[np.ndarray, pa.Table]:
-    """The stored entries among the wanted (``timers``, ``fields``, ``hashes`` their
-    ``entry_hashes``, sorted by hash within each span), each from the newest run of its
-    group that holds it and that no newer run's fired timer hides: (positions among the
-    wanted that were found, their entries: ``TIMER``, ``FIELD``, ``VALUE``).
+    """The newest version of each wanted key (``fields``, ``hashes`` their ``entry_hashes``,
+    sorted by hash within each span) in its group's runs, unless a newer run expired it:
+    (positions among the wanted found, their ``TIMER``, ``FIELD``, ``VALUE``).
 
-    Each group's runs are searched newest first, one ``searchsorted`` per run; what the
-    groups' runs of one age found is then confirmed and gathered per record batch, in one
-    go for all the groups whose runs it holds (a commit writes all its groups' runs as one
-    batch), not per run: an instance's 64 or so groups hold a few runs each, and the calls
-    per run, not the rows, were most of a lookup's time."""
+    Runs are searched newest first, one ``searchsorted`` per run; what the groups' runs of
+    one age found is confirmed and gathered per record batch (a commit writes all its
+    groups' runs as one), not per run: calls, not rows, are most of a lookup's time."""
     open_rows = np.ones(len(hashes), dtype=bool)
-    at = np.zeros(len(hashes), np.int64)  # each wanted entry's row in its run's batch
+    bound = np.full(len(hashes), _NEVER, np.int64)  # expired by newer runs: timers <= it
+    at = np.zeros(len(hashes), np.int64)  # each wanted key's row in its run's batch
     found_at: list[np.ndarray] = []
     found_rows: list[pa.Table] = []
     for rank in range(max((len(span.runs) for span in spans), default=0)):
         batches: dict[int, tuple[Batch, list[tuple[Span, Loaded]]]] = {}
-        firing: list[tuple[Span, tuple[int, ...]]] = []  # hide older runs' entries after
+        expiring: list[tuple[Span, int]] = []
         for span in spans:
             if rank >= len(span.runs) or not open_rows[span.first : span.end].any():
                 continue
             item = span.runs[rank]
-            if run_of(item).delta:
-                raise StreamRuntimeError("a lookup reads whole values, and this key group's "
-                                         "runs hold deltas (read them with fire_timers)")
-            if run_of(item).fired:
-                firing.append((span, run_of(item).fired))
+            if run_of(item).expire is not None:
+                expiring.append((span, run_of(item).expire))  # type: ignore[arg-type]
             if isinstance(item, Loaded) and item.table.num_rows:
                 batch, start = item.in_batch()
                 where = np.searchsorted(item.hashes, hashes[span.first : span.end])
                 at[span.first : span.end] = np.minimum(where, len(item.hashes) - 1) + start
                 batches.setdefault(id(batch), (batch, []))[1].append((span, item))
         for batch, searched in batches.values():
-            hits, rows, keys = _confirmed(batch, searched, at, open_rows, hashes, timers, fields)
-            if len(hits):
-                open_rows[hits] = False
-                found_at.append(hits)
-                found_rows.append(pa.Table.from_arrays(
-                    [pa.array(timers[hits]), keys, batch.values.take(pa.array(rows))],
-                    schema=_FOUND))
-        for span, fired in firing:
-            hidden = np.isin(timers[span.first : span.end], np.array(fired, np.int64))
-            open_rows[span.first : span.end] &= ~hidden
+            hits, rows = _confirmed(batch, searched, at, open_rows, hashes, fields)
+            open_rows[hits] = False  # the newest version decides, live or expired
+            live = batch.timers[rows] > bound[hits]
+            hits, rows = hits[live], rows[live]
+            found_at.append(hits)
+            found_rows.append(pa.Table.from_arrays(
+                [pa.array(batch.timers[rows]), batch.fields.take(pa.array(rows)),
+                 batch.values.take(pa.array(rows))], schema=_FOUND))
+        for span, expire in expiring:
+            bound[span.first : span.end] = np.maximum(bound[span.first : span.end], expire)
     if not found_rows:
         return np.zeros(0, np.int64), _FOUND.empty_table()
     return np.concatenate(found_at), pa.concat_tables(found_rows)
@@ -370,12 +307,11 @@ def _confirmed(
     at: np.ndarray,
     open_rows: np.ndarray,
     hashes: np.ndarray,
-    timers: np.ndarray,
     fields: pa.Array,
-) -> tuple[np.ndarray, np.ndarray, pa.Array]:
-    """Which still open wanted entries of the ``searched`` spans ``batch`` holds at their
-    row ``at`` (same hash, timer and field; entries whose hashes collide are looked for
-    among the rows of the same hash): their positions, rows and fields."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which still open wanted keys of the ``searched`` spans ``batch`` holds at their row
+    ``at`` (same hash and key; keys whose hashes collide are looked for among the rows of
+    the same hash): their positions and rows."""
     chosen = np.zeros(len(hashes), dtype=bool)
     for span, _ in searched:
         chosen[span.first : span.end] = True
@@ -383,53 +319,17 @@ def _confirmed(
     rows = at[wanted]
     same_hash = batch.hashes[rows] == hashes[wanted]
     wanted, rows = wanted[same_hash], rows[same_hash]
-    if not len(wanted):
-        return wanted, rows, batch.fields.slice(0, 0)
-    keys = batch.fields.take(pa.array(rows))
-    same = batch.timers[rows] == timers[wanted]
-    same &= np.asarray(
-        pc.equal(keys, fields.take(pa.array(wanted))).to_numpy(zero_copy_only=False))
-    if not same.all():  # a hash shared by different entries: rare
-        for i in np.flatnonzero(~same):
-            span, run = next((s, r) for s, r in searched if s.first <= wanted[i] < s.end)
-            row = _scan_equal_hash(batch, int(rows[i]), run.in_batch()[1] + run.run.rows,
-                                   int(timers[wanted[i]]), fields[int(wanted[i])].as_py())
-            if row is not None:
+    same = np.asarray(pc.equal(batch.fields.take(pa.array(rows)),
+                               fields.take(pa.array(wanted))).to_numpy(zero_copy_only=False))
+    for i in np.flatnonzero(~same):  # a hash shared by different keys: rare
+        run = next(r for s, r in searched if s.first <= wanted[i] < s.end)
+        row, end, name = int(rows[i]), run.in_batch()[1] + run.run.rows, fields[int(wanted[i])]
+        while row < end and batch.hashes[row] == hashes[wanted[i]]:
+            if batch.fields[row] == name:
                 rows[i], same[i] = row, True
-        wanted, rows = wanted[same], rows[same]
-        keys = batch.fields.take(pa.array(rows))
-    return wanted, rows, keys
-
-
-def _scan_equal_hash(batch: Batch, first: int, end: int, timer: int, name: str) -> int | None:
-    """The row from ``first`` (before ``end``) with the same hash, ``timer`` and field."""
-    row = first
-    while row < end and batch.hashes[row] == batch.hashes[first]:
-        if batch.timers[row] == timer and batch.fields[row].as_py() == name:
-            return row
-        row += 1
-    return None
-
-
-def live_entries(
-    runs: Sequence[Loaded | Run], until: int | None = None, combine: Combine | None = None
-) -> pa.Table:
-    """The entries ``runs`` (newest first) hold, each (timer, field) once from its newest
-    run, none hidden by a newer run's fired timers; with ``until``, only timers <= it; with
-    ``combine``, each entry's versions folded, newest first down to its newest whole value.
-    Sorted by hash, as a run."""
-    _refuse_deltas(runs, combine)
-    parts = [
-        kept.table.append_column("rank", pa.array(np.full(kept.table.num_rows, rank), pa.int32()))
-        for rank, kept in _live_runs(runs, until)
-    ]
-    if not parts:
-        return RUN_SCHEMA.empty_table()
-    table = pa.concat_tables(parts)
-    if len(parts) > 1:
-        whole = np.array([not run_of(r).delta for r in runs])
-        table = _newest_of_each(table, combine, whole)
-    return table.drop_columns(["rank"])
+                break
+            row += 1
+    return wanted[same], rows[same]
 
 
 def live_entries_of_groups(
@@ -437,153 +337,84 @@ def live_entries_of_groups(
     until: int | None = None,
     combine: Combine | None = None,
 ) -> dict[int, pa.Table]:
-    """``live_entries`` of several key groups' runs (each group's newest first), in one sort
-    over all of them: a commit merges most of its groups' runs, and a closing epoch fires
-    the timers of every group; one sort and one fold per group cost more in calls than in
-    rows. A newer run's fired timers hide an older run's entries of those timers, as in
-    ``live_entries``. Exact per group, as ``live_entries``, should different entries of a
-    group share a hash."""
-    for runs in groups.values():
-        _refuse_deltas(runs, combine)
-    loaded = [(kg, kept) for kg in sorted(groups) for _, kept in _live_runs(groups[kg], until)]
+    """The entries each group's runs (newest first) hold, each key once, none a newer run
+    expired, in one sort over all the groups (a commit merges most of its groups' runs, and
+    a closing epoch fires the timers of every group): with ``until``, only timers at or
+    before it; with ``combine``, each key's versions folded, else its newest. Sorted by
+    hash within each group, as a run."""
+    loaded = [(kg, kept) for kg in sorted(groups) for kept in _live_runs(groups[kg], until)]
     if not loaded:
         return {kg: RUN_SCHEMA.empty_table() for kg in groups}
     sizes = [run.table.num_rows for _, run in loaded]
     kgs = np.repeat(np.array([kg for kg, _ in loaded], np.int64), sizes)
     hashes = np.concatenate([run.hashes for _, run in loaded])
-    timers = np.concatenate([run.timers for _, run in loaded])
+    table = pa.concat_tables([run.table.select(RUN_SCHEMA.names) for _, run in loaded])
     # By group and hash, newest first among equal hashes: each group's runs come newest
     # first and each is sorted, so the stable sort merges sorted stretches.
     order = entry_order(kgs, hashes, stable=True)
-    table = pa.concat_tables([run.table for _, run in loaded]).take(order)
-    kgs, hashes, timers = kgs[order], hashes[order], timers[order]
+    repeat, same = _repeats(kgs, hashes, table, order)
+    if not same.all():  # different keys of a group share a hash: rare; sort by key too
+        keys = pa.table({"g": kgs, "h": hashes, "f": one_chunk(table[FIELD]),
+                         "n": np.arange(len(kgs))})
+        order = pc.sort_indices(keys, [(name, "ascending") for name in "ghfn"]).to_numpy()
+        repeat, same = _repeats(kgs, hashes, table, order)
     first = np.ones(len(kgs), dtype=bool)
-    repeat = np.flatnonzero((kgs[1:] == kgs[:-1]) & (hashes[1:] == hashes[:-1]))
-    if len(repeat):
-        fields = one_chunk(table[FIELD])
-        same = (timers[repeat + 1] == timers[repeat]) & np.asarray(
-            pc.equal(fields.take(repeat + 1), fields.take(repeat)).to_numpy(zero_copy_only=False)
-        )
-        if not same.all():  # different entries of a group share a hash: rare
-            return {kg: live_entries(runs, until, combine) for kg, runs in groups.items()}
-        first[repeat + 1] = False
-    if combine is None:
-        table = table.filter(first)
-    else:
-        whole = np.repeat([not run.run.delta for _, run in loaded], sizes)[order]
-        table = _folded(table, first, whole, combine)
-    kgs = kgs[first]
+    first[repeat[same] + 1] = False
+    table, kgs = table.take(pa.array(order)), kgs[order][first]
+    table = table.filter(first) if combine is None else _folded(table, first, combine)
     wanted = np.array(list(groups), np.int64)
     starts = np.searchsorted(kgs, wanted, side="left")
     ends = np.searchsorted(kgs, wanted, side="right")
-    return {
-        kg: table.slice(int(start), int(end - start))
-        for kg, start, end in zip(groups, starts, ends, strict=True)
-    }
+    return {kg: table.slice(int(start), int(end - start))
+            for kg, start, end in zip(groups, starts, ends, strict=True)}
 
 
-def _live_runs(runs: Sequence[Loaded | Run], until: int | None) -> list[tuple[int, Loaded]]:
-    """(rank, the run's live rows) of each of ``runs`` (newest first) that has some: none
-    that a newer run's fired timers hide, and with ``until``, only timers <= it."""
+def _repeats(
+    kgs: np.ndarray, hashes: np.ndarray, table: pa.Table, order: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where, in ``order``, a row has the group and hash of the row before it, and whether
+    it has its key too."""
+    kgs, hashes = kgs[order], hashes[order]
+    repeat = np.flatnonzero((kgs[1:] == kgs[:-1]) & (hashes[1:] == hashes[:-1]))
+    fields = one_chunk(table[FIELD])
+    same = pc.equal(fields.take(pa.array(order[repeat + 1])), fields.take(pa.array(order[repeat])))
+    return repeat, np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _live_runs(runs: Sequence[Loaded | Run], until: int | None) -> list[Loaded]:
+    """The live rows of each of ``runs`` (newest first) that has some: none that a newer
+    run expired, and with ``until``, only timers at or before it."""
     found = []
-    hidden: set[int] = set()
-    for rank, item in enumerate(runs):
-        if isinstance(item, Loaded) and item.table.num_rows and (
-                until is None or item.timers.min() <= until):  # most epochs: none due
-            kept = _live_rows(item, until, hidden)
-            if kept.table.num_rows:
-                found.append((rank, kept))
-        hidden.update(run_of(item).fired)
+    bound = _NEVER
+    for item in runs:
+        if isinstance(item, Loaded) and (until is None or item.run.may_hold_timers_until(until)):
+            keep = item.timers > bound
+            if until is not None:
+                keep &= item.timers <= until
+            if keep.all():
+                found.append(item)
+            elif keep.any():
+                found.append(Loaded(item.run, item.table.filter(pa.array(keep)),
+                                    item.hashes[keep], item.timers[keep]))
+        if run_of(item).expire is not None:
+            bound = max(bound, run_of(item).expire)  # type: ignore[type-var, assignment]
     return found
 
 
-def _live_rows(loaded: Loaded, until: int | None, hidden: set[int]) -> Loaded:
-    """``loaded`` without the rows a newer run's fired timers hide (``hidden``), and with
-    ``until``, without those whose timers are later."""
-    if until is None and not hidden:
-        return loaded
-    keep = np.ones(len(loaded.timers), dtype=bool)
-    if until is not None:
-        keep &= loaded.timers <= until
-    if hidden:
-        keep &= ~np.isin(loaded.timers, np.fromiter(hidden, np.int64, len(hidden)))
-    if keep.all():
-        return loaded
-    return Loaded(loaded.run, loaded.table.filter(pa.array(keep)), loaded.hashes[keep],
-                  loaded.timers[keep])
-
-
-def _newest_of_each(
-    table: pa.Table, combine: Combine | None = None, whole: np.ndarray | None = None
-) -> pa.Table:
-    """Rows sorted by hash, each (timer, field) once, from its lowest rank: a NumPy sort on
-    (hash, rank); only where different entries share a hash, a sort on the entries too.
-    With ``combine``, its versions folded down to its newest whole one (``whole``: whether
-    each rank's run holds whole values)."""
-    hashes = one_chunk(table[HASH]).to_numpy()
-    ranks = one_chunk(table["rank"]).to_numpy()
-    order = np.lexsort((ranks, hashes))
-    table = table.take(order)
-    hashes = hashes[order]
-    same_hash = np.flatnonzero(hashes[1:] == hashes[:-1])
-    if len(same_hash):
-        timers = one_chunk(table[TIMER]).to_numpy()
-        fields = one_chunk(table[FIELD])
-        same_entry = (timers[same_hash + 1] == timers[same_hash]) & np.asarray(
-            pc.equal(fields.take(same_hash + 1), fields.take(same_hash)).to_numpy(
-                zero_copy_only=False
-            )
-        )
-        if not same_entry.all():  # different entries share a hash: rare
-            keys = [(HASH, "ascending"), (TIMER, "ascending"), (FIELD, "ascending")]
-            table = table.take(pc.sort_indices(table, [*keys, ("rank", "ascending")]))
-    first = _first_of_each(table)
-    if combine is None or whole is None:
-        return table.filter(first)
-    return _folded(table, first, whole[one_chunk(table["rank"]).to_numpy()], combine)
-
-
-def _folded(table: pa.Table, first: np.ndarray, whole: np.ndarray, combine: Combine) -> pa.Table:
-    """One row per entry, whose versions are the rows from one ``first`` to the next,
-    newest first: its value the versions' values folded by ``combine``, down to its newest
-    version that is a whole value (``whole``; the older ones are in that one already)."""
+def _folded(table: pa.Table, first: np.ndarray, combine: Combine) -> pa.Table:
+    """One row per entry, whose versions are the rows from one ``first`` to the next: its
+    value the versions' values folded by ``combine``."""
     entry = np.cumsum(first) - 1
-    wholes_before = np.cumsum(whole) - whole
-    keep = wholes_before == wholes_before[np.flatnonzero(first)][entry]
     out = table.filter(pa.array(first))
-    several = np.bincount(entry[keep], minlength=out.num_rows) > 1
+    several = np.bincount(entry, minlength=out.num_rows) > 1
     if not several.any():
         return out
-    rows = np.flatnonzero(keep & several[entry])
+    rows = np.flatnonzero(several[entry])
     which = (np.cumsum(several) - 1)[entry[rows]]
     folded = combine(one_chunk(table[VALUE]).take(pa.array(rows)), which)
     values = pc.replace_with_mask(one_chunk(out[VALUE]), pa.array(several),
-                                  one_chunk(folded).cast(out.schema.field(VALUE).type))
+                                  one_chunk(folded).cast(pa.string()))
     return out.set_column(out.schema.get_field_index(VALUE), VALUE, values)
-
-
-def _refuse_deltas(runs: Sequence[Loaded | Run], combine: Combine | None) -> None:
-    """Runs of deltas read without their ``Combine`` would lose the older versions."""
-    if combine is None and any(run_of(r).delta and run_of(r).rows for r in runs):
-        raise StreamRuntimeError("this key group's runs hold deltas, and no combine was given "
-                                 "to fold them")
-
-
-def _first_of_each(table: pa.Table) -> np.ndarray:
-    """True for a row whose (hash, timer, field) differs from the row before it."""
-    hashes = one_chunk(table[HASH]).to_numpy()
-    timers = one_chunk(table[TIMER]).to_numpy()
-    fields = one_chunk(table[FIELD])
-    first = np.ones(table.num_rows, dtype=bool)
-    if table.num_rows > 1:
-        repeat = (hashes[1:] == hashes[:-1]) & (timers[1:] == timers[:-1])
-        where = np.flatnonzero(repeat)
-        if len(where):
-            equal = pc.equal(fields.take(where + 1), fields.take(where)).to_numpy(
-                zero_copy_only=False
-            )
-            first[where[equal] + 1] = False
-    return first
 
 
 def run_of(item: Loaded | Run) -> Run:
@@ -594,9 +425,9 @@ def run_of(item: Loaded | Run) -> Run:
 def runs_to_merge(runs: Sequence[Run]) -> int:
     """How many of the newest runs to merge into one (0 or >= 2), size-tiered: the newest
     ``TIER`` runs merge once they are of one size (the largest holds at most ``SAME_SIZE``
-    times the smallest's rows; a run of tombstones only fits any size), and the run that
-    makes merges again with the runs before it while they are of one size with it; all of
-    them past ``MAX_RUNS``."""
+    times the smallest's rows; a run of no entries fits any size), and the run that makes
+    merges again with the runs before it while they are of one size with it; all of them
+    past ``MAX_RUNS``."""
     if len(runs) > MAX_RUNS:
         return len(runs)
     stack = [(run.rows, 1) for run in runs]  # (rows, runs merged into it), newest last

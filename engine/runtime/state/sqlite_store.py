@@ -1,63 +1,60 @@
-"""Embedded state store: one SQLite database (WAL mode) per run, rows keyed by
-(operator, key group).
+"""The embedded store, shared by every Spark Python worker on the machine without a server:
+each key group's entries as sorted runs (``sorted_runs.py``) in immutable Arrow files under
+``<namespace>.runs/<operator>/``, and one row per (operator, key group) in SQLite (WAL mode)
+with the group's mark (the epoch), the rows it emitted and its list of runs.
 
-Shared by every Spark Python worker on the machine without a server. Each write is one
-transaction that replaces a key group's Arrow table only if it carries a newer epoch, so a
-replayed epoch is skipped atomically. WAL lets readers go on while one instance commits;
-writers wait for each other briefly (an instance commits its key groups of an epoch in one
-transaction). Compared with one file per key group, a write costs a WAL append instead of
-creating and renaming a file; 64 KiB pages keep a group's blob in few overflow pages.
-"""
+A commit writes one file holding every new run of the instance's groups end to end, then
+swaps the groups' rows in one transaction, each skipped if its mark is already at the
+epoch: until then the file is named by no row, so a crash at any point leaves the last
+committed lists, and a replay writes a file of its own."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 
-from engine.runtime.state.base import GroupState, StateStore, table_from_bytes, table_to_bytes
-from engine.runtime.state.sqlite_keyed import KEYED_SCHEMA, SqliteKeyedEntries
+from engine.runtime.errors import StreamRuntimeError
+from engine.runtime.state.base import ipc_bytes, ipc_table
+from engine.runtime.state.runs_store import (
+    GroupRow,
+    Plan,
+    RunsStore,
+    runs_from_json,
+    runs_json,
+)
+from engine.runtime.state.sorted_runs import Loaded, MappedFiles, Run, run_file_name, write_runs
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS key_group_state (
-    operator TEXT NOT NULL,
-    key_group INTEGER NOT NULL,
-    epoch INTEGER NOT NULL,
-    data BLOB NOT NULL,
-    PRIMARY KEY (operator, key_group)
-) WITHOUT ROWID
+_SCHEMA = """CREATE TABLE IF NOT EXISTS keyed_groups (
+    operator TEXT NOT NULL, key_group INTEGER NOT NULL, epoch INTEGER NOT NULL,
+    emitted BLOB, runs TEXT NOT NULL, PRIMARY KEY (operator, key_group)
+) WITHOUT ROWID"""
+
+_SAVE = """
+INSERT INTO keyed_groups (operator, key_group, epoch, emitted, runs) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (operator, key_group) DO UPDATE SET epoch = excluded.epoch,
+    emitted = excluded.emitted, runs = excluded.runs
 """
-
-_WRITE = """
-INSERT INTO key_group_state (operator, key_group, epoch, data) VALUES (?, ?, ?, ?)
-ON CONFLICT (operator, key_group) DO UPDATE SET epoch = excluded.epoch, data = excluded.data
-WHERE excluded.epoch > key_group_state.epoch
-"""
-
-_DELETE = "DELETE FROM key_group_state WHERE operator = ? AND key_group = ?"
 _BUSY_S = 60.0
 
 
-def _set_up(
-    connection: sqlite3.Connection, page_size: int = 65536, schema: tuple[str, ...] = (_SCHEMA,)
-) -> None:
-    """WAL mode, 64 KiB pages and the table, on a file other workers may be setting up
-    or writing at the same moment: a journal-mode change is refused at once ("database is
-    locked", without waiting for the busy timeout) while another connection holds a lock,
-    so it is retried; once the file is in WAL mode nothing here needs a lock."""
+def _set_up(connection: sqlite3.Connection) -> None:
+    """WAL mode and the table, on a file other workers may be setting up or writing: a
+    journal-mode change is refused at once while another connection holds a lock (no busy
+    timeout), so it is retried; once the file is in WAL mode nothing here needs a lock."""
     deadline = time.monotonic() + _BUSY_S
     while True:
         try:
             if connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                connection.execute(f"PRAGMA page_size={page_size}")  # a new file only
                 connection.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode: a process killed at any point loses nothing committed.
             connection.execute("PRAGMA synchronous=NORMAL")
-            for statement in schema:
-                connection.execute(statement)
+            connection.execute(_SCHEMA)
             return
         except sqlite3.OperationalError as error:
             if "locked" not in str(error) or time.monotonic() > deadline:
@@ -65,112 +62,134 @@ def _set_up(
             time.sleep(0.01)
 
 
-class SqliteStateStore(SqliteKeyedEntries, StateStore):
-    """Key groups as rows of ``<root>/<namespace>.sqlite`` (keyed entries as sorted runs
-    under ``<root>/<namespace>.runs``, ``sqlite_keyed.py``)."""
+# Run files this process has mapped, by path (``_open``). A commit unmaps those another
+# process deleted, so that their disk space does not stay taken while mapped here.
+_MAPPED = MappedFiles()
 
-    keyed_windows = True
+
+class SqliteStateStore(RunsStore):
+    """Group rows in ``<root>/<namespace>.keyed.sqlite``, runs under
+    ``<root>/<namespace>.runs``."""
 
     def __init__(self, root: str, namespace: str) -> None:
-        self.path = os.path.join(root, f"{namespace}.sqlite")
         self.keyed_path = os.path.join(root, f"{namespace}.keyed.sqlite")
         self.runs_root = os.path.join(root, f"{namespace}.runs")
-        self._connection: sqlite3.Connection | None = None
         self._keyed: sqlite3.Connection | None = None
-        self._pid = self._keyed_pid = 0
-
-    def _db(self) -> sqlite3.Connection:
-        # A connection must not cross a fork (Spark forks its Python workers).
-        if self._connection is None or self._pid != os.getpid():
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            connection = sqlite3.connect(self.path, timeout=_BUSY_S, isolation_level=None)
-            _set_up(connection)
-            self._connection, self._pid = connection, os.getpid()
-        return self._connection
+        self._keyed_pid = 0
 
     def _keyed_db(self) -> sqlite3.Connection:
+        # A connection must not cross a fork (Spark forks its Python workers).
         if self._keyed is None or self._keyed_pid != os.getpid():
             os.makedirs(os.path.dirname(self.keyed_path), exist_ok=True)
             connection = sqlite3.connect(self.keyed_path, timeout=_BUSY_S, isolation_level=None)
-            _set_up(connection, 4096, KEYED_SCHEMA)
+            _set_up(connection)
             self._keyed, self._keyed_pid = connection, os.getpid()
         return self._keyed
 
-    def read_group(self, operator: str, key_group: int) -> GroupState | None:
-        """The group's table and epoch, or None."""
-        row = self._db().execute(
-            "SELECT data FROM key_group_state WHERE operator = ? AND key_group = ?",
-            (operator, key_group),
-        ).fetchone()
-        return None if row is None else table_from_bytes(row[0])
-
-    def read_groups(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupState]:
-        """The groups among ``key_groups`` that hold state, in one query."""
-        wanted = sorted(set(key_groups))
-        if not wanted:
-            return {}
-        marks = ",".join("?" * len(wanted))
-        rows = self._db().execute(
-            "SELECT key_group, data FROM key_group_state"
-            f" WHERE operator = ? AND key_group IN ({marks})",
-            (operator, *wanted),
+    def read_emitted(self, operator: str, key_groups: Iterable[int]) -> dict[int, pa.Table]:
+        """The rows each group's last commit emitted."""
+        rows = self._keyed_db().execute(
+            "SELECT key_group, emitted FROM keyed_groups WHERE operator = ?"
+            " AND key_group IN (SELECT value FROM json_each(?))",
+            (operator, json.dumps(sorted(set(key_groups)))),
         )
-        return {int(kg): table_from_bytes(data) for kg, data in rows}
+        found = {}
+        for kg, emitted in rows:
+            if emitted:
+                self.bytes_read += len(emitted)
+                found[int(kg)] = ipc_table(emitted)
+        return found
 
-    def write_group(self, operator: str, key_group: int, epoch: int, table: pa.Table) -> int:
-        """Replaces the group in one transaction unless it holds ``epoch`` or later."""
-        return self.write_groups(operator, epoch, {key_group: table})
+    def _commit(self, operator: str, epoch: int, plan: Plan) -> int:
+        """The new runs written to one file first, then every group's row in one
+        transaction, then the files no row names any more deleted."""
+        name = run_file_name(epoch)
+        written = (write_runs(os.path.join(self._operator_dir(operator), name), plan.tables)
+                   if plan.tables else 0)
+        saves: dict[int, tuple[str, bytes | None]] = {}
+        for kg, change in plan.live.items():
+            listed = plan.listed(kg, name)
+            emitted = ipc_bytes(change.emitted) if change.emitted is not None else None
+            saves[kg] = (runs_json(listed), emitted)
+            written += len(emitted) if emitted else 0
+        self._save(operator, epoch, saves, plan.before)
+        named = {run.file for (text,) in self._keyed_db().execute(
+            "SELECT runs FROM keyed_groups WHERE operator = ?", (operator,))
+            for run in runs_from_json(text)}
+        _MAPPED.collect(self._operator_dir(operator), named, epoch)
+        return written
 
-    def write_groups(
-        self, operator: str, epoch: int, changes: Mapping[int, pa.Table | None]
-    ) -> int:
-        """Every change in one transaction: all of them are applied, or none."""
-        encoded = {
-            kg: None if table is None else table_to_bytes(table, epoch)
-            for kg, table in changes.items()
-        }
-        db = self._db()
-        written = 0
+    def _save(
+        self,
+        operator: str,
+        epoch: int,
+        saves: Mapping[int, tuple[str, bytes | None]],
+        before: Mapping[int, GroupRow],
+    ) -> None:
+        """Saves the groups' rows in one transaction, each unless its mark reached the
+        epoch meanwhile (another attempt committed it)."""
+        db = self._keyed_db()
         db.execute("BEGIN IMMEDIATE")
         try:
-            for kg, data in encoded.items():
-                if data is None:
-                    db.execute(_DELETE, (operator, kg))
-                elif db.execute(_WRITE, (operator, kg, epoch, data)).rowcount:
-                    written += len(data)
+            now = self._rows(operator, saves)
+            for kg, (runs, emitted) in saves.items():
+                current = now.get(kg)
+                if current is not None and current.epoch >= epoch:
+                    continue
+                if (current.text if current else None) != (
+                    before[kg].text if kg in before else None
+                ):
+                    raise StreamRuntimeError(
+                        f"key group {kg} of {operator!r} changed under the commit of epoch {epoch}"
+                    )
+                db.execute(_SAVE, (operator, kg, epoch, emitted, runs))
         except BaseException:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
-        return written
 
-    def holds_whole_groups(self, operator: str) -> bool:
-        """Whether any whole group of ``operator`` is stored (one indexed probe)."""
-        row = self._db().execute(
-            "SELECT 1 FROM key_group_state WHERE operator = ? LIMIT 1", (operator,)
-        ).fetchone()
-        return row is not None
+    def _open(self, operator: str, rows: Mapping[int, GroupRow]) -> dict[int, list[Loaded | Run]]:
+        """The groups' runs with their files mapped, oldest first. Files never change once
+        written, so this process keeps the ones these groups name mapped."""
+        directory = self._operator_dir(operator)
+        opened: dict[int, list[Loaded | Run]] = {}
+        for kg, row in rows.items():
+            group: list[Loaded | Run] = []
+            for run in row.runs:
+                if run.file is None:
+                    group.append(run)
+                    continue
+                group.append(_MAPPED.file(os.path.join(directory, run.file)).loaded(run))
+            opened[kg] = group
+        return opened
 
-    def delete_group(self, operator: str, key_group: int) -> None:
-        """Removes the group's row if present."""
-        self._db().execute(_DELETE, (operator, key_group))
+    def _rows(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupRow]:
+        wanted = json.dumps(sorted(set(key_groups)))
+        rows = self._keyed_db().execute(
+            "SELECT key_group, epoch, runs FROM keyed_groups WHERE operator = ?"
+            " AND key_group IN (SELECT value FROM json_each(?))",
+            (operator, wanted),
+        )
+        return {
+            int(kg): GroupRow(int(epoch), runs_from_json(text), text)
+            for kg, epoch, text in rows
+        }
+
+    def _operator_dir(self, operator: str) -> str:
+        directory = os.path.join(self.runs_root, operator.encode().hex())
+        os.makedirs(directory, exist_ok=True)
+        return directory
 
     def groups(self, operator: str) -> set[int]:
-        """Key groups of ``operator`` that hold state."""
-        rows = self._db().execute(
-            "SELECT key_group FROM key_group_state WHERE operator = ?", (operator,)
+        """Key groups of ``operator`` that hold entries."""
+        rows = self._keyed_db().execute(
+            "SELECT key_group FROM keyed_groups WHERE operator = ? AND runs != '[]'", (operator,)
         )
-        return {int(kg) for (kg,) in rows} | self.keyed_groups(operator)
+        return {int(kg) for (kg,) in rows}
 
     def clear(self) -> None:
-        """Deletes every group of this namespace."""
-        self._db().execute("DELETE FROM key_group_state")
-        self.clear_keyed()
+        """Forgets every group's state and its files."""
+        self._keyed_db().execute("DELETE FROM keyed_groups")
+        shutil.rmtree(self.runs_root, ignore_errors=True)
+        _MAPPED.forget(self.runs_root)
 
-    def state_bytes(self, operator: str) -> int:
-        """Sum of the operator's serialised group sizes and keyed run files."""
-        whole = self._db().execute(
-            "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM key_group_state WHERE operator = ?",
-            (operator,),
-        ).fetchone()
-        return int(whole[0]) + self.keyed_bytes(operator)

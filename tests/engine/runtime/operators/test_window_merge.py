@@ -6,17 +6,15 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from bench.layouts import window_task
+from bench.instances import window_task
 from engine.runtime.operators.columns import KG, TIME_US
-from engine.runtime.operators.window_groups import process_group_instance
 from engine.runtime.operators.window_merge import assign_windows
 from engine.runtime.operators.window_spec import parse_window_spec
 from engine.runtime.operators.window_worker import process_window_instance
 from engine.runtime.stage.vsn_worker import InstanceReport
 from engine.runtime.state.memory import MemoryStateStore
 
-# Both layouts must behave alike: keyed entries (Redis) and whole groups (embedded store).
-LAYOUTS = [process_window_instance, process_group_instance]
+LAYOUTS = [process_window_instance]
 
 S = 1_000_000
 SPEC = parse_window_spec(
@@ -163,21 +161,47 @@ NULLABLE = parse_window_spec(
 )
 
 
-def test_keyed_entries_merge_as_whole_groups_do_with_nulls_on_both_stores(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def _by_the_rule(
+    epochs: list[tuple[int | None, list[tuple[int, float, int | None]]]],
+) -> list[list[dict]]:  # type: ignore[type-arg]
+    """What NULLABLE emits per epoch, row by row: a row counts in its window unless the
+    watermark it arrives under closed the window; a window is emitted by the first epoch
+    whose watermark reaches its end."""
+    open_windows: dict[tuple[int, int], list[int | None]] = {}
+    emitted = []
+    for watermark, events in epochs:
+        for k, t, v in events:
+            start = int(t * S) // (4 * S) * 4 * S
+            if watermark is None or start + 4 * S > watermark:
+                open_windows.setdefault((k, start), []).append(v)
+        closing = sorted(w for w in open_windows if watermark is not None
+                         and w[1] + 4 * S <= watermark)
+        rows = []
+        for k, start in closing:
+            values = open_windows.pop((k, start))
+            known = [v for v in values if v is not None]
+            rows.append({"k": k, "window_start": start, "window_end": start + 4 * S,
+                         "n": len(values), "nv": len(known), "s": sum(known) if known else None,
+                         "lo": min(known, default=None), "hi": max(known, default=None),
+                         "m": sum(known) / len(known) if known else None})
+        emitted.append(rows)
+    return emitted
+
+
+def test_windows_fold_with_nulls_as_the_rule_says_on_the_memory_and_sqlite_stores(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Over random epochs (values null one time in three, keys seen again across epochs)
-    the keyed layout emits the same windows as whole groups, on the memory and SQLite
-    stores, null partials included."""
+    the memory and SQLite stores emit the windows the rule gives, null partials included."""
     import random
 
     from engine.runtime.state import StoreSpec, open_store
 
     rng = random.Random(11)
     stores = {
-        "groups": (process_group_instance, MemoryStateStore()),
         "memory": (process_window_instance, MemoryStateStore()),
         "sqlite": (process_window_instance, open_store(StoreSpec("sqlite", str(tmp_path)))),
     }
     emitted: dict[str, list] = {name: [] for name in stores}  # type: ignore[type-arg]
+    given = []
     for epoch in range(12):
         events = [(rng.randrange(150), epoch + rng.random(), rng.choice([None, None, -3, 0, 7, 12]))
                   for _ in range(rng.randrange(0, 120))]
@@ -188,41 +212,42 @@ def test_keyed_entries_merge_as_whole_groups_do_with_nulls_on_both_stores(tmp_pa
             TIME_US: pa.array([int(t * S) for _, t, _ in events], pa.int64()),
         })
         watermark = (epoch - 1) * S if epoch else None
+        given.append((watermark, events))
         for name, (process, store) in stores.items():
             task = window_task(NULLABLE, INPUT, epoch, owners=(0, 0, 0, 0), watermark_us=watermark)
             out = process(task, InstanceReport(instance=0), rows if events else None, store)
             found = [] if out is None else out.to_pylist()
             emitted[name].append(sorted(found, key=lambda r: (r["k"], r["window_start"])))
-    assert any(emitted["groups"]) and any(r["lo"] is None for e in emitted["groups"] for r in e)
-    assert emitted["memory"] == emitted["groups"]
-    assert emitted["sqlite"] == emitted["groups"]
+    assert any(emitted["memory"]) and any(r["lo"] is None for e in emitted["memory"] for r in e)
+    assert emitted["memory"] == _by_the_rule(given)
+    assert emitted["sqlite"] == emitted["memory"]
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
-def test_stores_that_fold_take_the_input_as_deltas_and_emit_as_whole_groups_do(
+def test_stores_take_the_input_as_deltas_and_emit_as_the_memory_store_does(
     kind, tmp_path, redis_url, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     """On the embedded and the Redis store the instance puts its input's partials without
     reading the stored entries (a lookup would fail here), and over 30 random epochs, with
-    the merges they cause, it emits what whole groups emit, null partials included."""
+    the merges they cause, it emits what the memory store emits, null partials included."""
     import random
     import uuid
 
     from engine.runtime.state import StoreSpec, open_store
-    from engine.runtime.state.runs_entries import SortedRunsEntries
+    from engine.runtime.state.runs_store import RunsStore
 
     def no_lookup(*_: object) -> None:
         raise AssertionError("the instance read the stored entries")
 
-    monkeypatch.setattr(SortedRunsEntries, "read_entries", no_lookup)
+    groups = MemoryStateStore()
+    monkeypatch.setattr(RunsStore, "read_entries", no_lookup)
     location = str(tmp_path) if kind == "sqlite" else redis_url
     folding = open_store(StoreSpec(kind, location, f"fold-{uuid.uuid4().hex[:8]}"))
     if kind == "redis":
         folding.cache_root = str(tmp_path / "cache")
-    groups = MemoryStateStore()
     rng = random.Random(5)
     emitted: dict[str, list] = {"groups": [], "folding": []}  # type: ignore[type-arg]
-    deltas = 0  # runs of deltas the groups held after each epoch
+    merged = 0  # the most runs a group held: its deltas met in merges and fired timers
     try:
         for epoch in range(30):
             events = [(rng.randrange(300), epoch / 3 + rng.random(),
@@ -234,17 +259,17 @@ def test_stores_that_fold_take_the_input_as_deltas_and_emit_as_whole_groups_do(
                 TIME_US: pa.array([int(t * S) for _, t, _ in events], pa.int64()),
             })
             watermark = int((epoch / 3 - 1) * S) if epoch else None
-            for name, process, store in (("groups", process_group_instance, groups),
-                                         ("folding", process_window_instance, folding)):
+            for name, store in (("groups", groups), ("folding", folding)):
                 task = window_task(NULLABLE, INPUT, epoch, owners=(0, 0, 0, 0),
                                    watermark_us=watermark)
-                out = process(task, InstanceReport(instance=0), rows if events else None, store)
+                out = process_window_instance(task, InstanceReport(instance=0),
+                                              rows if events else None, store)
                 found = [] if out is None else out.to_pylist()
                 emitted[name].append(sorted(found, key=lambda r: (r["k"], r["window_start"])))
             rows_now = folding._rows("agg", range(4)).values()
-            deltas += sum(run.delta for row in rows_now for run in row.runs)
+            merged = max(merged, *(len(row.runs) for row in rows_now), 0)
     finally:
         folding.clear()
-    assert deltas > 30 and sum(map(len, emitted["groups"])) > 100
+    assert merged >= 2 and sum(map(len, emitted["groups"])) > 100
     assert any(r["lo"] is None for e in emitted["groups"] for r in e)
     assert emitted["folding"] == emitted["groups"]

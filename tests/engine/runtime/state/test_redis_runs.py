@@ -1,9 +1,10 @@
 """The Redis store's sorted runs: what Redis and the local cache of runs hold, a reader on
-another machine (an empty cache), and state left in the entries layout before runs."""
+another machine (an empty cache), and the packed format of a run in Redis."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 
 import pyarrow as pa
@@ -11,9 +12,7 @@ import pytest
 import redis
 
 from engine.runtime.errors import StreamRuntimeError
-from engine.runtime.state import StoreSpec, open_store, redis_keyed
-from engine.runtime.state.keyed import KeyedChanges
-from engine.runtime.state.redis_entries import RedisEntriesLayout
+from engine.runtime.state import KeyedChanges, redis_store
 from engine.runtime.state.redis_store import RedisStateStore
 
 
@@ -25,10 +24,9 @@ def _puts(pairs: dict[str, str], timer: int = 10) -> pa.Table:
     })
 
 
-def _wanted(kg: int, fields: list[str], timer: int = 10) -> pa.Table:
+def _wanted(kg: int, fields: list[str]) -> pa.Table:
     return pa.table({
         "kg": pa.array([kg] * len(fields), pa.int32()),
-        "timer": pa.array([timer] * len(fields), pa.int64()),
         "field": pa.array(fields, pa.string()),
     })
 
@@ -73,7 +71,7 @@ def test_redis_and_the_cache_hold_only_the_runs_groups_name(redis_url, namespace
     cached = set(os.listdir(store._cache_dir("op")))
     assert cached <= {name.split(".")[0] for _, name in named}
     assert 1 <= len(cached) < 20
-    assert store.keyed_groups("op") == {0, 1, 2} == store.groups("op")
+    assert store.groups("op") == {0, 1, 2}
 
 
 def test_a_commit_of_many_groups_is_one_transaction(redis_url, namespace, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -119,11 +117,11 @@ def test_a_lost_cache_is_fetched_again(redis_url, namespace, tmp_path) -> None: 
     store = _machine(redis_url, namespace, str(tmp_path / "cache"))
     _commit_epochs(store, range(6), range(2))
     expected = _values(store, 0, [f"k{i}" for i in range(50)])
-    store.clear_cache()
+    shutil.rmtree(store.cache_root)
     assert _values(store, 0, [f"k{i}" for i in range(50)]) == expected
 
 
-def test_redis_holds_runs_compressed_and_reads_runs_stored_as_before(  # type: ignore[no-untyped-def]
+def test_redis_holds_runs_packed_and_compressed(  # type: ignore[no-untyped-def]
     redis_url, namespace, tmp_path
 ) -> None:
     store = _machine(redis_url, namespace, str(tmp_path / "cache"))
@@ -133,7 +131,7 @@ def test_redis_holds_runs_compressed_and_reads_runs_stored_as_before(  # type: i
     (key,) = client.scan_iter(match=f"{{{namespace}:op:0}}:r:*")
     stored = client.get(key)
     assert stored is not None and stored.startswith(b"SRP1")
-    table = redis_keyed._run_table(stored).select(["timer", "field", "value"])
+    table = redis_store._run_table(stored).select(["timer", "field", "value"])
     assert table.num_rows == 2000 and set(table["field"].to_pylist()) == set(puts)
     ipc = pa.BufferOutputStream()
     with pa.ipc.new_file(ipc, table.schema,
@@ -141,16 +139,6 @@ def test_redis_holds_runs_compressed_and_reads_runs_stored_as_before(  # type: i
         writer.write_table(table)
     # Packed, the run takes under half the bytes of its IPC file with compressed buffers.
     assert len(stored) < ipc.getvalue().size / 2
-    # Runs Redis holds as IPC files (written before), plain or with compressed buffers,
-    # read the same.
-    for options in (pa.ipc.IpcWriteOptions(), pa.ipc.IpcWriteOptions(compression="zstd")):
-        before = pa.BufferOutputStream()
-        with pa.ipc.new_file(before, table.schema, options=options) as writer:
-            writer.write_table(table)
-        client.set(key, before.getvalue().to_pybytes())
-        elsewhere = _machine(redis_url, namespace, str(tmp_path / f"elsewhere-{id(options)}"))
-        assert _values(elsewhere, 0, ["key-00000", "key-01999", "nope"]) == {
-            "key-00000": "1", "key-01999": "1"}
 
 
 def test_a_group_changed_under_a_commit_is_refused(  # type: ignore[no-untyped-def]
@@ -159,36 +147,19 @@ def test_a_group_changed_under_a_commit_is_refused(  # type: ignore[no-untyped-d
     store = _machine(redis_url, namespace, str(tmp_path / "cache"))
     other = _machine(redis_url, namespace, str(tmp_path / "other"))
     _commit_epochs(store, range(3), range(1))
-    planned = type(store)._next_runs
+    planned = type(store)._merged
 
     def other_commits_meanwhile(*args):  # type: ignore[no-untyped-def]
         runs = planned(store, *args)
         other.commit_entries("op", 3, {0: KeyedChanges(puts=_puts({"y": "other"}))})
         return runs
 
-    monkeypatch.setattr(store, "_next_runs", other_commits_meanwhile)
+    monkeypatch.setattr(store, "_merged", other_commits_meanwhile)
     with pytest.raises(StreamRuntimeError, match="key group 0 of 'op' changed under the commit"):
         store.commit_entries("op", 4, {0: KeyedChanges(puts=_puts({"x": "mine"}))})
     monkeypatch.undo()
     assert store.marks("op", [0]) == {0: 3}
     assert _values(store, 0, ["x", "y"]) == {"y": "other"}
-
-
-def test_state_in_the_entries_layout_stays_in_it(redis_url, namespace, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """A run whose windows Redis kept as entries before runs resumes on its state."""
-    old = RedisEntriesLayout()
-    old._redis, old._ns = redis.Redis.from_url(redis_url), namespace
-    old.commit_entries("op", 3, {5: KeyedChanges(puts=_puts({"a": "1", "b": "2"}))})
-    store = open_store(StoreSpec("redis", redis_url, namespace))
-    assert store.marks("op", [5]) == {5: 3}
-    assert _values(store, 5, ["a", "b", "c"]) == {"a": "1", "b": "2"}
-    assert store.commit_entries("op", 4, {5: KeyedChanges(puts=_puts({"a": "9"}))}) > 0
-    assert _values(store, 5, ["a", "b"]) == {"a": "9", "b": "2"}
-    client = redis.Redis.from_url(redis_url)
-    assert client.exists(f"{{{namespace}:op:5}}:t:10")
-    assert not client.exists(f"{{{namespace}:op:5}}:g")
-    assert store.groups("op") == {5}
-    store.clear()
 
 
 def test_a_packed_run_reads_back_as_written_and_refuses_nulls() -> None:
@@ -198,9 +169,9 @@ def test_a_packed_run_reads_back_as_written_and_refuses_nulls() -> None:
         "field": pa.array(["", "é|x", "a" * 300, "b"], pa.string()),
         "value": pa.array(["v1", "", "n", "v2"], pa.string()),
     }).slice(1)  # a slice, as a commit's runs are of the table it sorted
-    back = redis_keyed._run_table(redis_keyed._stored(table))
+    back = redis_store._run_table(redis_store._stored(table))
     assert back.select(["timer", "field", "value"]).to_pylist() == table.select(
         ["timer", "field", "value"]).to_pylist()
     nulls = table.set_column(3, "value", pa.array(["v", None, "w"], pa.string()))
     with pytest.raises(StreamRuntimeError, match="value column holds nulls"):
-        redis_keyed._stored(nulls)
+        redis_store._stored(nulls)

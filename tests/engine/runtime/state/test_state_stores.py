@@ -1,4 +1,4 @@
-"""The state stores: atomic per key group, carrying the epoch, skipping replays."""
+"""The state stores: one layout, atomic per key group with its mark, skipping replays."""
 
 from __future__ import annotations
 
@@ -8,78 +8,88 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from engine.runtime.state import StoreSpec, open_store
-from engine.runtime.state.base import EMITTED
-from engine.runtime.state.keyed import KeyedChanges
+from engine.runtime.state import KeyedChanges, StoreSpec, open_store
 
 
-@pytest.fixture(params=["sqlite", "files", "redis", "memory"])
+@pytest.fixture(params=["sqlite", "redis", "memory"])
 def store(request, tmp_path, redis_url):  # type: ignore[no-untyped-def]
-    location = {"sqlite": str(tmp_path), "files": str(tmp_path), "redis": redis_url,
-                "memory": ""}[request.param]
+    location = {"sqlite": str(tmp_path), "redis": redis_url, "memory": ""}[request.param]
     opened = open_store(StoreSpec(request.param, location, f"sstest-{uuid.uuid4().hex[:8]}"))
+    if request.param == "redis":
+        opened.cache_root = str(tmp_path / "cache")  # type: ignore[attr-defined]
     yield opened
     opened.clear()
 
 
-def _table(values: list[int]) -> pa.Table:
-    return pa.table({"k": pa.array(values, pa.int64()), EMITTED: pa.array([False] * len(values))})
-
-
-def test_writes_carry_their_epoch_and_replays_are_skipped(store) -> None:  # type: ignore[no-untyped-def]
-    assert store.read_group("op", 3) is None
-    assert store.write_group("op", 3, 5, _table([1, 2])) > 0
-    assert store.write_group("op", 3, 5, _table([9])) == 0  # the same epoch again
-    assert store.write_group("op", 3, 4, _table([9])) == 0  # an older epoch
-    group = store.read_group("op", 3)
-    assert group.epoch == 5 and group.table["k"].to_pylist() == [1, 2]
-    assert store.write_group("op", 3, 6, _table([7])) > 0
-    assert store.read_group("op", 3).table["k"].to_pylist() == [7]
-
-
-def test_groups_are_listed_per_operator_and_deleted(store) -> None:  # type: ignore[no-untyped-def]
-    store.write_group("a", 1, 0, _table([1]))
-    store.write_group("a", 7, 0, _table([2]))
-    store.write_group("b", 1, 0, _table([3]))
-    assert store.groups("a") == {1, 7} and store.groups("b") == {1}
-    store.delete_group("a", 7)
-    assert store.groups("a") == {1}
-    assert store.read_group("a", 7) is None
-
-
-def test_an_epochs_changes_apply_together_and_skip_what_a_replay_already_wrote(store) -> None:  # type: ignore[no-untyped-def]
-    store.write_group("op", 1, 3, _table([1]))
-    store.write_group("op", 2, 5, _table([2]))  # written by epoch 5 already
-    store.write_group("op", 4, 3, _table([4]))
-    written = store.write_groups(
-        "op", 5, {1: _table([10, 11]), 2: _table([99]), 3: _table([30]), 4: None}
+def _puts(timer: int, pairs: dict[str, str]) -> pa.Table:
+    return pa.table(
+        {
+            "timer": pa.array([timer] * len(pairs), pa.int64()),
+            "field": pa.array(list(pairs), pa.string()),
+            "value": pa.array(list(pairs.values()), pa.string()),
+        }
     )
-    assert written > 0
-    found = store.read_groups("op", [1, 2, 3, 4, 5])
-    assert sorted(found) == [1, 2, 3]
-    assert found[1].epoch == 5 and found[1].table["k"].to_pylist() == [10, 11]
-    assert found[2].table["k"].to_pylist() == [2]  # the replayed write was skipped
-    assert found[3].table["k"].to_pylist() == [30]
-    assert store.groups("op") == {1, 2, 3}
-    assert store.write_groups("op", 5, {1: _table([0])}) == 0  # the whole epoch again
-    assert store.read_groups("op", []) == {}
 
 
-def test_whole_groups_loaded_count_the_bytes_read(store) -> None:  # type: ignore[no-untyped-def]
-    store.write_groups("op", 1, {1: _table(list(range(100))), 2: _table([5])})
-    before = store.bytes_read
-    found = store.load_groups("op", [1, 2, 3])
-    assert store.bytes_read - before == sum(g.table.nbytes for g in found.values()) > 800
-    after = store.bytes_read
-    assert store.load_groups("op", [3]) == {} and store.bytes_read == after
+def _wanted(kg: int, fields: list[str]) -> pa.Table:
+    return pa.table({"kg": pa.array([kg] * len(fields), pa.int32()),
+                     "field": pa.array(fields, pa.string())})
+
+
+def _values(store, kg: int, fields: list[str]) -> dict[str, tuple[int, str]]:  # type: ignore[no-untyped-def]
+    found = store.read_entries("op", _wanted(kg, fields))
+    return {f: (t, v) for f, t, v in zip(found["field"].to_pylist(), found["timer"].to_pylist(),
+                                         found["value"].to_pylist(), strict=True)}
+
+
+def test_entries_are_read_by_key_and_by_due_timer(store) -> None:  # type: ignore[no-untyped-def]
+    emitted = pa.table({"k": pa.array([7], pa.int64())})
+    changes = {
+        1: KeyedChanges(puts=pa.concat_tables([_puts(10, {"a": "v1"}), _puts(20, {"b": "x"})])),
+        2: KeyedChanges(puts=_puts(10, {"c": "v3"}), emitted=emitted),
+    }
+    assert store.commit_entries("op", 4, changes) > 0
+    assert store.marks("op", [1, 2, 3]) == {1: 4, 2: 4}
+    assert store.groups("op") == {1, 2}
+    found = store.read_entries("op", _wanted(1, ["zz", "a"]))
+    assert found.to_pylist() == [{"kg": 1, "timer": 10, "field": "a", "value": "v1"}]
+    due = store.fire_timers("op", [1, 2], 15)
+    assert sorted(zip(due["kg"].to_pylist(), due["field"].to_pylist(), strict=True)) == [
+        (1, "a"), (2, "c")]
+    assert store.read_emitted("op", [1, 2]) == {2: emitted}
+    assert store.bytes_read > 0
+
+
+def test_a_replayed_commit_changes_nothing_and_the_first_emitted_rows_stay(store) -> None:  # type: ignore[no-untyped-def]
+    first = pa.table({"k": pa.array([1], pa.int64())})
+    assert store.commit_entries("op", 5, {1: KeyedChanges(_puts(20, {"a": "y"}), None, first)})
+    again = {1: KeyedChanges(_puts(20, {"a": "no"}), None, first.slice(0, 0)),
+             2: KeyedChanges(_puts(20, {"b": "new"}))}
+    store.commit_entries("op", 5, again)  # group 1 holds epoch 5 already; group 2 does not
+    assert _values(store, 1, ["a"]) == {"a": (20, "y")}
+    assert _values(store, 2, ["b"]) == {"b": (20, "new")}
+    assert store.read_emitted("op", [1]) == {1: first}
+    assert store.marks("op", [1, 2]) == {1: 5, 2: 5}
+
+
+def test_a_key_moves_its_timer_and_expiry_drops_the_keys_it_passed(store) -> None:  # type: ignore[no-untyped-def]
+    store.commit_entries("op", 1, {0: KeyedChanges(_puts(10, {"a": "1", "b": "1", "c": "1"}))})
+    store.commit_entries("op", 2, {0: KeyedChanges(_puts(30, {"a": "2"}))})  # a moves to 30
+    # Expiring timers <= 10 drops b and c, not a (its newest version is at 30), nor d (put
+    # by the same commit).
+    store.commit_entries("op", 3, {0: KeyedChanges(_puts(5, {"d": "3"}), expire=10)})
+    assert _values(store, 0, ["a", "b", "c", "d"]) == {"a": (30, "2"), "d": (5, "3")}
+    for epoch in range(4, 12):  # commits that merge the runs keep the same answer
+        store.commit_entries("op", epoch, {0: KeyedChanges(_puts(40, {f"x{epoch}": "x"}))})
+    assert _values(store, 0, ["a", "b", "c", "d"]) == {"a": (30, "2"), "d": (5, "3")}
 
 
 def _open_and_write(location: str, namespace: str, worker: int, barrier) -> None:  # type: ignore[no-untyped-def]
     store = open_store(StoreSpec("sqlite", location, namespace))
-    big = _table(list(range(6000)))  # a transaction long enough for others to collide with
+    puts = _puts(1, {str(k): "x" * 20 for k in range(6000)})  # long enough to collide with
     barrier.wait()
     store.groups("op")  # opens the file: the first one sets it up
-    store.write_groups("op", 1, {worker * 100 + kg: big for kg in range(32)})
+    store.commit_entries("op", 1, {worker * 100 + kg: KeyedChanges(puts) for kg in range(32)})
 
 
 def test_workers_setting_up_one_sqlite_file_at_once_all_get_through(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -106,51 +116,3 @@ def test_workers_setting_up_one_sqlite_file_at_once_all_get_through(tmp_path) ->
         assert [w.exitcode for w in workers] == [0] * 4, f"round {round_}"
         store = open_store(StoreSpec("sqlite", str(tmp_path), namespace))
         assert len(store.groups("op")) == 4 * 32
-
-
-def _puts(timer: int, pairs: dict[str, str]) -> pa.Table:
-    return pa.table(
-        {
-            "timer": pa.array([timer] * len(pairs), pa.int64()),
-            "field": pa.array(list(pairs), pa.string()),
-            "value": pa.array(list(pairs.values()), pa.string()),
-        }
-    )
-
-
-def _wanted(kg: int, timer: int, fields: list[str]) -> pa.Table:
-    return pa.table(
-        {
-            "kg": pa.array([kg] * len(fields), pa.int32()),
-            "timer": pa.array([timer] * len(fields), pa.int64()),
-            "field": pa.array(fields, pa.string()),
-        }
-    )
-
-
-def test_keyed_entries_are_read_by_key_and_by_due_timer(store) -> None:  # type: ignore[no-untyped-def]
-    emitted = pa.table({"k": pa.array([7], pa.int64())})
-    changes = {
-        1: KeyedChanges(
-            puts=pa.concat_tables([_puts(10, {"a": "v1", "b": "v2"}), _puts(20, {"a": "x"})])
-        ),
-        2: KeyedChanges(puts=_puts(10, {"c": "v3"}), emitted=emitted),
-    }
-    assert store.commit_entries("op", 4, changes) > 0
-    assert store.marks("op", [1, 2, 3]) == {1: 4, 2: 4}
-    found = store.read_entries("op", _wanted(1, 10, ["a", "zz"]))
-    assert found.select(["kg", "timer", "field", "value"]).to_pylist() == [
-        {"kg": 1, "timer": 10, "field": "a", "value": "v1"}
-    ]
-    due = store.fire_timers("op", [1, 2], 15)
-    found_due = sorted(zip(due["kg"].to_pylist(), due["field"].to_pylist(), strict=True))
-    assert found_due == [(1, "a"), (1, "b"), (2, "c")]
-    assert store.read_emitted("op", [1, 2]) == {2: emitted}
-    # Epoch 5 fires timer 10 of group 1 and changes one key of timer 20.
-    fire = {1: KeyedChanges(puts=_puts(20, {"a": "y"}), fired=(10,), emitted=emitted)}
-    assert store.commit_entries("op", 5, fire) > 0
-    assert store.commit_entries("op", 5, {1: KeyedChanges(puts=_puts(20, {"a": "no"}))}) == 0
-    assert store.fire_timers("op", [1], 15).num_rows == 0
-    assert store.read_entries("op", _wanted(1, 20, ["a"]))["value"].to_pylist() == ["y"]
-    assert store.marks("op", [1, 2]) == {1: 5, 2: 4}
-    assert store.bytes_read > 0

@@ -1,5 +1,5 @@
-"""Rows as strings and back, vectorised: how the keyed layout names a key and stores its
-value without a Python step per row.
+"""Rows as strings and back, vectorised: how the keyed operators name a key and store its
+value in the state store (which holds strings) without a Python step per row.
 
 A row's columns are cast to strings (Arrow's casts round-trip: floats print their shortest
 exact form), escaped so the separator never occurs inside a value, marked valid (``v``) or
@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 from engine.runtime.errors import UnsupportedJobError
 
 SEP = "\x1f"
+ROW = "\x1d"  # between rows, where one value holds several (``encode_rows``)
 _ESC = "\x1e"
 
 _SUPPORTED = (
@@ -49,6 +50,7 @@ def encode(table: pa.Table, columns: list[str]) -> pa.Array:
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
             text = pc.replace_substring(text, _ESC, _ESC + "e")
             text = pc.replace_substring(text, SEP, _ESC + "s")
+            text = pc.replace_substring(text, ROW, _ESC + "r")
         flagged = pc.binary_join_element_wise("v", text, "")
         parts.append(pc.fill_null(flagged, "n"))
     if len(parts) == 1:
@@ -73,6 +75,7 @@ def _decode_one(piece: pa.Array | pa.ChunkedArray, kind: pa.DataType) -> pa.Arra
     text = pc.if_else(valid, text, pa.scalar(None, pa.string()))
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         text = pc.replace_substring(text, _ESC + "s", SEP)
+        text = pc.replace_substring(text, _ESC + "r", ROW)
         return _combine(pc.cast(pc.replace_substring(text, _ESC + "e", _ESC), kind))
     if pa.types.is_timestamp(kind):
         return _combine(pc.cast(pc.cast(text, pa.int64()), kind))

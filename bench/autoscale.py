@@ -117,7 +117,7 @@ class Observer:
             request = request_reconfiguration(
                 self.run.channel, kind="rescale", operator=operator, parallelism=parallelism)
             self._sent[request] = operator
-        self.loop.requested()
+        self.loop.requested(decision.action, time.time())
         self.decisions.append({"epoch": epoch, "at": time.time(), **decision.to_dict()})
 
 

@@ -8,11 +8,11 @@ time: another process holding the cores lengthens the epochs, not the operators'
 more instances would not shorten it.
 
 - *up* at once when the run's operators are behind: a unit (keyed operator or fused
-  region) is congested, or a source's backlog grows while the operators are busy every
-  second. An epoch runs its units in series, so the operators keep up when the sum of
-  their utilisations is at most 1: every unit gets at least DS2's
-  ``ceil(demand / per-instance capacity)``, then the unit with the largest share one more
-  instance at a time until the sum is at most 1 or the bounds are reached;
+  region) is congested, or a source's backlog grows while the operators are busy most of
+  each second (at least ``down_target``). An epoch runs its units in series, so the
+  operators keep up when the sum of their utilisations is at most 1: every unit gets at
+  least DS2's ``ceil(demand / per-instance capacity)``, then the unit with the largest
+  share one more instance at a time until the sum is at most 1 or the bounds are reached;
 - *down* only when the run has been comfortably ahead for ``down_window_s`` (longer than
   the few epochs an up needs): the operators' busy utilisation under ``down_below`` in
   every epoch of that window, no backlog beyond one epoch's arrivals, and, at fewer
@@ -149,9 +149,10 @@ def _behind(model: LoadModel, settings: AutoscaleSettings) -> tuple[bool, str]:
         worst = congested[0]
         return True, (f"{worst.unit_id} is congested: {worst.demand_rate:.0f} rows/s demanded "
                       f"against {worst.capacity:.0f} rows/s capacity; {_busy(model)}")
-    if model.busy_utilisation < 1.0:
-        # A backlog that grows while the operators have time to spare grows for reasons
-        # outside them (the driver, other load on the machine): no instance count fixes it.
+    if model.busy_utilisation < settings.down_target:
+        # A backlog that grows while the operators have much of each second to spare grows
+        # for reasons outside them (the driver, other load on the machine). The bar is the
+        # scale-down's target, so the load a scale-down leaves never reads as behind.
         return False, ""
     for source, trend in model.sources.items():
         if trend.in_flight:
@@ -189,8 +190,8 @@ def _scale_up(
     wanted = {u: max(instances[u], n) for u, n in movable.items()}
     wanted = _grow_until(model, wanted, settings, limits, target=1.0)
     if wanted == instances and wanted:
-        # Behind with the operators' shares adding up to exactly a second: the largest
-        # share still gets one more instance, or the run stays where it falls behind.
+        # Behind with a growing backlog while the operators' shares add up to at most a
+        # second: the largest share still gets one more instance, or the run stays behind.
         growable = [u for u in wanted
                     if wanted[u] < _upper(model.units[u].leader, settings, limits)]
         if growable:

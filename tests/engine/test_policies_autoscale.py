@@ -212,3 +212,14 @@ def test_no_scale_down_while_a_backlog_exceeds_one_epochs_arrivals() -> None:
                                 fixed)
     assert decision.action == "hold"
     assert "no scale-down while a backlog is more than one epoch's arrivals" in decision.note
+
+
+def test_a_growing_backlog_with_the_operators_busy_most_of_each_second_is_behind() -> None:
+    # 800 rows/s at 1,000 per busy second: no unit is congested, but the backlog grows
+    # epoch after epoch with the operators busy over 0.7 s of each second.
+    run = simulate([Phase(3, 800.0), Phase(6, 800.0, neighbour=3.0)], instances=1)
+    assert run.actions() == ["up"]
+    up = run.decisions[0]
+    assert up["changes"] == {"counts": 2}
+    assert "the backlog of events grows" in up["reasons"]["counts"]
+    assert up["figures"]["units"]["counts"]["congested"] is False

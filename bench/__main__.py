@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max", type=int, default=2, help="autoscaler's max (autoscale)")
     parser.add_argument("--observe-s", type=float, default=300.0,
                         help="seconds watched after the backlog stops growing (autoscale)")
+    parser.add_argument("--calm-s", type=float, default=300.0,
+                        help="seconds of the calm phase, a neighbour spinning through its "
+                             "middle half (autoscale)")
     parser.add_argument("--large-keys", type=int, default=10_000_000, help="keys (state)")
     parser.add_argument("--rounds", type=int, default=2,
                         help="rounds of the VSN runs, small and large alternating (state)")
@@ -52,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         from bench.autoscale import measure as measure_autoscale
 
         result = measure_autoscale(overload=args.overload, rate=args.rate,
-                                   max_parallelism=args.max, observe_s=args.observe_s)
+                                   max_parallelism=args.max, observe_s=args.observe_s,
+                                   calm_s=args.calm_s)
     elif args.benchmark == "durability":
         from bench.state_durability import measure as measure_durability
 

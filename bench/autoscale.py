@@ -8,6 +8,10 @@ flat out (rows consumed per second of wall time, every stage and the driver incl
 autoscaler policy (``engine.policies.autoscale.AutoscaleLoop``, the code the product's
 ``auto`` mode runs) reads each epoch's published metrics and sends its rescales on the
 control channel. After the backlog stops growing the run is watched for ``observe_s``.
+Then a calm phase: a new run of the same job offered a third of what it processes at
+parallelism 1, started with 2 instances of the count, under the same loop for ``calm_s``
+(5 minutes); a CPU-bound neighbour process spins through the middle half of it, as other
+work on the machine does.
 
 Figures (the JSON line):
 - ``detect_epochs``: epochs from the first (the overload starts with the run) until the
@@ -15,6 +19,9 @@ Figures (the JSON line):
 - ``decisions``: changes decided until the backlog stopped growing;
 - ``backlog_drained``: whether the backlog came back under one epoch of offered rows;
 - ``flaps``: decisions during the observation that reverse the previous one's direction;
+- ``calm_scale_ups``: scale-ups decided in the calm phase;
+- ``calm_flaps``: decisions in the calm phase that reverse the previous one's direction;
+- ``calm_scale_downs``: scale-downs decided in the calm phase;
 - ``exact``: the sink equals a batch computation over the rows the run consumed;
 - ``final_parallelism``: of every operator when the run stopped.
 The defaults are for 2 cores: the autoscaler's max is 2 (``--max``), since a third
@@ -117,7 +124,7 @@ class Observer:
             request = request_reconfiguration(
                 self.run.channel, kind="rescale", operator=operator, parallelism=parallelism)
             self._sent[request] = operator
-        self.loop.requested()
+        self.loop.requested(decision.action, time.time())
         self.decisions.append({"epoch": epoch, "at": time.time(), **decision.to_dict()})
 
 
@@ -131,6 +138,7 @@ def _line(run: JobRun, m: dict[str, Any], decision: Decision) -> str:
             f"{counts['demand_rate']:.0f}/s busy {max(counts['busy_ms'] or [0]):.0f} ms "
             f"congested={counts['congested']} bottleneck={m['bottleneck']} "
             f"util={unit.get('utilisation', '-')} "
+            f"busy={decision.figures.get('busy_utilisation', '-')} "
             f"run={decision.figures.get('run_utilisation', '-')} -> {decision.action} "
             f"{decision.changes or ''}"
             f"{' ' + decision.note if decision.note else ''}")
@@ -138,7 +146,7 @@ def _line(run: JobRun, m: dict[str, Any], decision: Decision) -> str:
 
 def measure(*, overload: float = 1.4, rate: int | None = None, max_parallelism: int = 2,
             trigger_ms: int = 2000, observe_s: float = 300.0,
-            give_up_s: float = 300.0) -> dict[str, Any]:
+            give_up_s: float = 300.0, calm_s: float = 300.0) -> dict[str, Any]:
     """Runs the job offering ``overload`` x what it processes at parallelism 1 (or
     ``rate`` rows/s) under the autoscaler and returns the figures."""
     spark = build_session(master="local[2]", app_name="bench-autoscale")
@@ -166,6 +174,10 @@ def measure(*, overload: float = 1.4, rate: int | None = None, max_parallelism: 
         if isinstance(run.channel, RedisControlChannel):
             run.channel.delete()
     clear_memory_sink(SINK)
+    from bench.autoscale_calm import calm_figures, measure_calm  # it builds on this module
+
+    calm = measure_calm(spark, capacity, max_parallelism=max_parallelism,
+                        trigger_ms=trigger_ms, calm_s=calm_s)
     epochs = publisher.epochs
     first_up = next((d for d in observer.decisions if d["action"] == "up"), None)
     return {
@@ -173,6 +185,7 @@ def measure(*, overload: float = 1.4, rate: int | None = None, max_parallelism: 
         "decisions": decided_before,
         "backlog_drained": _drained(epochs),
         "flaps": _flaps(observer.decisions),
+        **calm_figures(calm["decisions"]),
         "exact": exact,
         "final_parallelism": final,
         "rate": rate,
@@ -183,6 +196,8 @@ def measure(*, overload: float = 1.4, rate: int | None = None, max_parallelism: 
         "utilisation_at_decisions": [d["figures"]["run_utilisation"]
                                      for d in observer.decisions],
         "final_model": _final_model(graph, epochs),
+        "calm_rate": calm["rate"],
+        "calm_decisions_detail": [_summary(d) for d in calm["decisions"]],
     }
 
 

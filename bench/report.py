@@ -90,6 +90,9 @@ TARGETS: dict[str, dict[str, Target]] = {
         "decisions": _at_most("decisions", 2),
         "backlog_drained": _equal("backlog_drained", True),
         "flaps": _equal("flaps", 0),
+        "calm_scale_ups": _equal("calm_scale_ups", 0),
+        "calm_flaps": _equal("calm_flaps", 0),
+        "calm_scale_downs": _at_most("calm_scale_downs", 1),
         "exact": _equal("exact", True),
     },
 }

@@ -26,7 +26,12 @@ from engine.errors import DagValidationError, EngineError, ValidationBudgetExcee
 from engine.mapping import weighted_assignment
 from engine.planner import diff_plans, plan_job
 from engine.policies import compute_etp, parse_rates, plan_scale_out, recommend_parallelism
-from engine.policies.autoscale import AutoscaleSettings, autoscale_decide, parallelism_limits
+from engine.policies.autoscale import (
+    AutoscaleSettings,
+    LastChange,
+    autoscale_decide,
+    parallelism_limits,
+)
 from engine.policies.instances_in import plan_scale_in_instances
 from engine.runtime.control.channel import RedisControlChannel
 from engine.runtime.control.messages import Ack, CommandRequest
@@ -46,6 +51,7 @@ __all__ = [
     "EngineError",
     "ExpressionParserUnavailable",
     "JobGraph",
+    "LastChange",
     "RedisControlChannel",
     "RunFailure",
     "SinkTarget",

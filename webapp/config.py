@@ -48,6 +48,9 @@ class Config:
     metrics_full_resolution_s: int
     state_redis_url: str | None = None
     run_start_timeout_s: int = 300
+    autoscale_down_window_s: int = 300
+    """How long a run is calm before the autoscaler scales it down; no decision of the
+    autoscaler is undone sooner."""
     demo: bool = True
     """Whether start-up creates the demo job and runs it (with its event producer)."""
 
@@ -92,6 +95,7 @@ def load_config(environ: Mapping[str, str] | None = None) -> Config:
         web_threads=_positive_int(env, "WEB_THREADS", default=4),
         web_queue=_positive_int(env, "WEB_QUEUE", default=256),
         metrics_full_resolution_s=_positive_int(env, "METRICS_FULL_RESOLUTION_S", default=3600),
+        autoscale_down_window_s=_positive_int(env, "AUTOSCALE_DOWN_WINDOW_S", default=300),
         demo=_bool(env, "STREAMSCALE_DEMO", default=True),
     )
 

@@ -54,6 +54,7 @@ WEB_THREADS = CONFIG.web_threads
 WEB_QUEUE = CONFIG.web_queue
 WEB_QUEUE_WAIT_S = 10.0
 METRICS_FULL_RESOLUTION_S = CONFIG.metrics_full_resolution_s
+AUTOSCALE_DOWN_WINDOW_S = CONFIG.autoscale_down_window_s
 
 SECRET_KEY = CONFIG.secret_key
 DEBUG = CONFIG.debug

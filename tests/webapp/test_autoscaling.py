@@ -161,6 +161,45 @@ def test_a_run_that_keeps_up_is_never_scaled_up(measured, token_client, make_use
     assert Reconfiguration.objects.count() == 0
 
 
+def _calm(run: Run, epochs: range) -> None:
+    """Epochs 1 s apart in which the operators are busy a fifth of each second."""
+    from tests.webapp.conftest import epoch_metrics
+
+    for epoch in epochs:
+        metrics = epoch_metrics(epoch, counts_in=1000, counts_capacity=10_000)
+        metrics["interval_ms"] = 1000.0
+        metrics["operators"]["counts"]["busy_ms"] = [100.0, 100.0]
+        run_epoch_record(run_id=run.pk, metrics=metrics)
+
+
+def _proposal(run: Run) -> dict[str, Any]:
+    autoscale_evaluate()
+    run.refresh_from_db()
+    return run.autoscale_proposal
+
+
+@pytest.mark.django_db
+def test_a_calm_run_is_scaled_down_after_the_window_unless_it_undoes_the_last_change(
+    token_client, live_run
+):
+    from webapp.audit.services import audit_record
+
+    _configure(token_client("operator"), live_run, mode="recommend")
+    _calm(live_run, range(250))
+    held = _proposal(live_run)
+    assert held["action"] == "hold"
+    assert "calm for 250 s of the 300 s a scale-down needs" in held["note"]
+    _calm(live_run, range(250, 310))
+    down = _proposal(live_run)
+    assert down["action"] == "down" and down["changes"] == {"counts": 1}
+    assert "measured busy time" in down["reasons"]["counts"]
+    audit_record(actor=None, trigger=Trigger.POLICY, action="autoscale.decided",
+                 subject=live_run, outcome="up", details={})
+    undoing = _proposal(live_run)
+    assert undoing["action"] == "hold" and undoing["changes"] == {}
+    assert "the scale up 0 s ago is not undone within 300 s" in undoing["note"]
+
+
 @pytest.mark.django_db
 def test_no_decision_until_a_window_of_epochs_is_measured(token_client, live_run):
     _configure(token_client("operator"), live_run, mode="auto")

@@ -30,6 +30,7 @@ from webapp.config import ConfigError, load_config, parse_database_url
         ("WEB_WORKERS", "two"),
         ("WEB_QUEUE", "many"),
         ("METRICS_FULL_RESOLUTION_S", "-5"),
+        ("AUTOSCALE_DOWN_WINDOW_S", "0"),
         ("STREAMSCALE_DEMO", "sometimes"),
     ],
 )
@@ -45,6 +46,7 @@ def test_defaults_are_the_embedded_setup():
     assert config.debug is False
     assert "127.0.0.1" in config.allowed_hosts
     assert config.demo is True
+    assert config.autoscale_down_window_s == 300
 
 
 def test_valid_values_are_taken():

@@ -1,18 +1,23 @@
 """The autoscaler: per run off, recommend or auto, a closed loop on the engine's decision
 (``engine.policies.autoscale``): DS2 on the offered load (sources' offered rate, backlog and
-its growth) against each operator's or region's measured capacity, with hysteresis. It
-decides from the epochs since the last change took effect and its cooldown passed; recommend
-shows the decision for one-click approval, auto applies it through the same recorded,
-audited workflow as a person's request, and audits the figures that drove it."""
+its growth) against each operator's or region's measured capacity, judged by the run's own
+busy time. It scales up as soon as the operators fall behind, down only after
+``AUTOSCALE_DOWN_WINDOW_S`` of calm, and never undoes its last decision within that window.
+It decides from the epochs since the last change took effect and its cooldown passed;
+recommend shows the decision for one-click approval, auto applies it through the same
+recorded, audited workflow as a person's request, and audits the figures that drove it."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from webapp import engine_gateway
+from webapp.audit.models import AuditEntry
 from webapp.audit.services import audit_record
 from webapp.errors import NotFound, ServiceError
 from webapp.jobs.models import AutoscaleMode, ReconfigurationStatus, Run, RunStatus, Trigger
@@ -29,8 +34,8 @@ def autoscale_configure(*, run_id: int, body: dict[str, Any], actor, trigger: st
     mode = body.get("mode")
     if mode not in AutoscaleMode.values:
         raise _bad("mode", f"must be one of {', '.join(AutoscaleMode.values)}")
-    settings = {name: body[name] for name in ("min", "max", "cooldown_s") if name in body}
-    for name, value in settings.items():
+    bounds = {name: body[name] for name in ("min", "max", "cooldown_s") if name in body}
+    for name, value in bounds.items():
         if name == "max" and value is None:
             continue
         top = AUTOSCALE_LIMITS[name]
@@ -41,9 +46,9 @@ def autoscale_configure(*, run_id: int, body: dict[str, Any], actor, trigger: st
         if run is None:
             raise NotFound(f"there is no run {run_id}")
         run.autoscale_mode = mode
-        run.autoscale_min = settings.get("min", run.autoscale_min)
-        run.autoscale_max = settings.get("max", run.autoscale_max)
-        run.autoscale_cooldown_s = settings.get("cooldown_s", run.autoscale_cooldown_s)
+        run.autoscale_min = bounds.get("min", run.autoscale_min)
+        run.autoscale_max = bounds.get("max", run.autoscale_max)
+        run.autoscale_cooldown_s = bounds.get("cooldown_s", run.autoscale_cooldown_s)
         _check_bounds(run)
         if mode == AutoscaleMode.OFF:
             run.autoscale_proposal = {}  # a recommendation of a loop that is off is stale
@@ -127,12 +132,17 @@ def autoscale_proposal(*, run: Run) -> dict[str, Any]:
     if waiting:
         return {"at": now.isoformat(), "action": "wait", "changes": {}, "reasons": {},
                 "note": waiting}
-    since = _last_applied_epoch(run)
-    loads = [e.load for e in run.epochs.filter(epoch__gt=since).order_by("-epoch")[:WINDOW]]
+    window_s = settings.AUTOSCALE_DOWN_WINDOW_S
+    # A scale-down judges the last window of epochs; twice its span in recording time
+    # covers it even when epochs are recorded late.
+    recent = run.epochs.filter(epoch__gt=_last_applied_epoch(run),
+                               recorded_at__gte=now - timedelta(seconds=2 * window_s))
+    loads = [e.load for e in recent.order_by("-epoch")[:MAX_EPOCHS]]
     try:
         decision = engine_gateway.load_decide(
             run.target_dag, epochs=list(reversed(loads)), min_parallelism=run.autoscale_min,
-            max_parallelism=run.autoscale_max)
+            max_parallelism=run.autoscale_max, down_window_s=window_s,
+            last=_last_decided(run, now))
     except ServiceError as error:
         return {"at": now.isoformat(), "action": "wait", "changes": {}, "reasons": {},
                 "note": str(error)}
@@ -140,7 +150,18 @@ def autoscale_proposal(*, run: Run) -> dict[str, Any]:
             **decision}
 
 
-WINDOW = 3
+# Each epoch of the window is judged on its own: a bound on the work of one decision (a run
+# of epochs shorter than the window over this many is never calm long enough to scale down).
+MAX_EPOCHS = 3000
+
+
+def _last_decided(run: Run, now) -> dict[str, Any] | None:
+    """The autoscaler's last change of ``run``: its direction and age."""
+    entry = AuditEntry.objects.filter(action="autoscale.decided", run_id_ref=run.pk,
+                                      outcome__in=("up", "down")).order_by("-at", "-id").first()
+    if entry is None:
+        return None
+    return {"action": entry.outcome, "age_s": (now - entry.at).total_seconds()}
 
 
 def _waiting(run: Run, now) -> str | None:

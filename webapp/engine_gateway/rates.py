@@ -8,6 +8,7 @@ from engine.api import (
     AutoscaleSettings,
     EngineError,
     JobGraph,
+    LastChange,
     autoscale_decide,
     compute_etp,
     parallelism_limits,
@@ -33,17 +34,19 @@ def rates_recommend(document: dict[str, Any], rates: dict[str, Any]) -> dict[str
 
 def load_decide(
     document: dict[str, Any], *, epochs: list[dict[str, Any]], min_parallelism: int,
-    max_parallelism: int | None, window_epochs: int = 3,
+    max_parallelism: int | None, down_window_s: float, last: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The autoscaler's decision (up, down, hold or wait, with its changes, reasons and the
-    figures that drove it) from the stored load of the epochs since the last change."""
+    figures that drove it) from the stored load of the epochs since the last change;
+    ``last``: the autoscaler's last change (``action`` up or down, ``age_s`` ago)."""
 
     graph = parse_job_graph(document)
     settings = AutoscaleSettings(min_parallelism=min_parallelism,
-                                 max_parallelism=max_parallelism, window_epochs=window_epochs)
+                                 max_parallelism=max_parallelism, down_window_s=down_window_s)
     limits, fixed = parallelism_limits(graph)
     usable = [e for e in epochs if e.get("operators") and set(e["operators"]) == set(limits)]
-    return autoscale_decide(graph, usable, settings, limits, fixed).to_dict()
+    change = None if last is None else LastChange(last["action"], last["age_s"])
+    return autoscale_decide(graph, usable, settings, limits, fixed, change).to_dict()
 
 
 def measured_rates(rates: dict[str, Any], graph: JobGraph):

@@ -1,5 +1,5 @@
 """Broker sources: a Redis Streams reader for Spark, its lag (the run's backlog) and a producer.
 
-``spec`` (what to read and how to decode it) and ``producer`` are pure Python; only
-``redis_stream`` imports pyspark.
+``spec`` (what to read and how to decode it), ``event_draws`` and ``producer`` are pure
+Python; only ``redis_stream`` imports pyspark.
 """

@@ -1,9 +1,9 @@
 """``python -m engine produce REDIS_URL --stream NAME --keys K (--count N | --rate R)``.
 
-Writes the generator's events into a Redis stream; progress on stderr. Event ids continue
-where the stream's last producer ended (a counter kept in Redis); a broker that goes away
-while it writes is waited for. Exit 0 when done (or stopped by a signal), 2 on bad arguments
-or a broker unreachable at the start.
+Writes the generator's events into a Redis stream; progress and, at the end, the rate it
+wrote at on stderr. Event ids continue where the stream's last producer ended (a counter
+kept in Redis); a broker that goes away while it writes is waited for. Exit 0 when done (or
+stopped by a signal), 2 on bad arguments or a broker unreachable at the start.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import Any, NoReturn
 import redis
 
 from engine.runtime.errors import StreamRuntimeError
-from engine.runtime.io.broker.producer import EventDraws, next_event_id, produce
+from engine.runtime.io.broker.event_draws import EventDraws
+from engine.runtime.io.broker.producer import next_event_id, produce
 from engine.runtime.io.broker.spec import masked_url, resolve_url
 
 EXIT_OK, EXIT_INVALID = 0, 2
@@ -96,7 +97,9 @@ def main_produce(argv: Sequence[str]) -> int:
         print(f"produce: writing to {masked_url(args.url)} failed after {report.written} "
               f"events: {error}", file=sys.stderr)
         return 1
-    print(f"produce: wrote {written} events to {args.stream!r}", file=sys.stderr)
+    seconds = report.elapsed_s()
+    print(f"produce: wrote {written} events to {args.stream!r} in {seconds:.2f} s "
+          f"({written / max(seconds, 1e-9):.0f} events/s)", file=sys.stderr)
     return EXIT_OK
 
 
@@ -112,6 +115,10 @@ class _Progress:
         """A batch could not be written (the broker restarting?): said, and retried."""
         print(f"produce: Redis at {self.where} unreachable after {self.written} events "
               f"({error}); retrying in {delay_s:.1f} s", file=sys.stderr, flush=True)
+
+    def elapsed_s(self) -> float:
+        """Seconds since the producer started writing."""
+        return time.monotonic() - self._started
 
     def __call__(self, written: int) -> None:
         self.written = written

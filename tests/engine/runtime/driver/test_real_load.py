@@ -60,7 +60,7 @@ def _drive(run: JobRun, publisher: CollectingPublisher, recorder: CollectingReco
             for op, n in decision.changes.items():
                 sent.add(request_reconfiguration(run.channel, kind="rescale", operator=op,
                                                  parallelism=n))
-            loop.requested()
+            loop.requested(decision.action, time.time())
             decisions.append({"epoch": seen, **decision.to_dict()})
     return decisions
 

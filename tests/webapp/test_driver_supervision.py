@@ -247,7 +247,8 @@ def test_a_run_whose_source_has_no_data_is_running_idle_also_after_a_crash(
         supervision.run_launch(run_id=run.pk)
         _wait(lambda: _fresh(run).status == RunStatus.RUNNING, timeout=240,
               what="the run to be running with no data")
-        assert run.epochs.count() == 0 and run.driver_heartbeat_at is not None
+        # A run's first epoch fixes where its sources start, data or not; then none runs.
+        assert run.epochs.count() <= 1 and run.driver_heartbeat_at is not None
         _wait(lambda: run_activity_of(run=_fresh(run)) == "idle: waiting for data", timeout=60,
               what="the run to say it is idle")
         assert run_as_json(run_answer_get(run_id=run.pk))["activity"] == "idle: waiting for data"
@@ -270,7 +271,7 @@ def test_a_run_whose_source_has_no_data_is_running_idle_also_after_a_crash(
         _wait(restarted, timeout=60, what="the restart")
         _wait(lambda: _fresh(run).status == RunStatus.RUNNING and
               _fresh(run).driver_heartbeat_at > beat, timeout=240, what="running after the restart")
-        assert _fresh(run).restarts == 1 and run.epochs.count() == 0
+        assert _fresh(run).restarts == 1 and run.epochs.count() <= 1
         assert supervision.runs_watch() == []
 
         # Entries written now are read, each once.

@@ -290,7 +290,8 @@ def test_a_killed_child_or_embedded_redis_is_started_again(var_dir: Path) -> Non
         assert _wait_for_line(lines, "[launcher] worker exited", seen=seen) == (
             "[launcher] worker exited unexpectedly with code -9 (SIGKILL); restarting it in 1 s")
         _wait_for_line(lines, "[launcher] worker restarted", seen=seen)
-        assert set(_wait_healthy(port)["checks"]) == {"database", "redis", "celery_worker"}
+        assert set(_wait_healthy(port)["checks"]) == {
+            "database", "redis", "celery_worker", "celery_beat"}
         redis_pid = _server_pid(var_dir / "redis/redis.pid")
 
         os.kill(redis_pid, signal.SIGKILL)

@@ -186,12 +186,13 @@ def test_a_run_whose_query_does_not_start_in_time_fails_with_the_reason(
         time.sleep(2.5)  # the JVM alone takes longer than this to start
 
         assert supervision.runs_watch() == [
-            f"run {run.pk}: failed: the query did not start in time"]
+            f"run {run.pk}: failed: the epoch loop did not start in time"]
 
         failed = _fresh(run)
         assert failed.status == RunStatus.FAILED
         assert failed.failure_reason.startswith(
-            "the query did not start within 2 s of the driver's start (RUN_START_TIMEOUT_S)")
+            "the run's epoch loop did not start within 2 s of the driver's start "
+            "(RUN_START_TIMEOUT_S)")
         _wait(lambda: not driver_alive(pid, run.pk), timeout=10, what="the driver's end")
     finally:
         _kill_driver(_fresh(run))

@@ -144,10 +144,11 @@ def _watch_query_start(run: Run) -> str | None:
     tail = log_tail(run_dir(run.pk) / "driver.log") or "(no output)"
     last = tail.splitlines()[-1]
     run_status_set(run_id=run.pk, status=RunStatus.FAILED, output=tail,
-                   detail=f"the query did not start within {limit:.0f} s of the driver's start "
-                          f"(RUN_START_TIMEOUT_S); not retried; the driver's last output: {last}")
+                   detail=f"the run's epoch loop did not start within {limit:.0f} s of the "
+                          f"driver's start (RUN_START_TIMEOUT_S); not retried; the driver's last "
+                          f"output: {last}")
     driver_signal(run.driver_pid, run.pk, signal.SIGKILL)
-    return "failed: the query did not start in time"
+    return "failed: the epoch loop did not start in time"
 
 
 def _seconds_since(moment) -> float:

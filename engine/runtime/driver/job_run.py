@@ -37,7 +37,7 @@ __all__ = ["JobRun", "RunOptions"]
 
 
 class JobRun:
-    """One run of a job graph on Spark; ``start`` returns once the query is running."""
+    """One run of a job graph on Spark; ``start`` returns once its epoch loop runs."""
 
     def __init__(self, graph: JobGraph, spark: SparkSession, options: RunOptions,
                  publisher: MetricsPublisher, recorder: ReconfigurationRecorder | None = None,

@@ -22,7 +22,8 @@ SAMPLES: dict[str, Any] = {
     "columns": ["campaign_id"], "column": "event_time", "expressions": {"twice": "amount * 2"},
     "aggregates": {"n": "count(*)"}, "schema": {"event_time": "timestamp", "amount": "double"},
     "string_list": ["view"], "file_format": "json", "data_path": "catalog-walk",
-    "redis_url": "redis://localhost:6379/0", "stream_names": ["catalog-walk"],
+    # A broker source's params are only parsed here: nothing connects to the URL.
+    "redis_url": "redis://broker.invalid/0", "stream_names": ["catalog-walk"],
     "stream_start": "latest", "stream_payload": "fields",
 }
 

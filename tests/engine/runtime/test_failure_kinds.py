@@ -54,7 +54,7 @@ def test_the_jobs_own_errors_are_not_retried_and_name_their_operator(error, oper
     BrokenPipeError(32, "Broken pipe"),
     RuntimeError("org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)"),
     RuntimeError("py4j.protocol.Py4JNetworkError: Answer from Java side is empty"),
-    RuntimeError("redis.exceptions.ConnectionError: Error 111 connecting to localhost:6379. "
+    RuntimeError("redis.exceptions.ConnectionError: Error 111 connecting to broker.invalid:6390. "
                  "Connection refused."),
     RuntimeError("psycopg2.OperationalError: server closed the connection unexpectedly"),
     RuntimeError("something nobody has seen before"),

@@ -50,13 +50,14 @@ def test_count_writes_n_generator_events_then_exits_0(target) -> None:  # type: 
 
 def _rate_line(stderr: str, written: int, stream: str) -> float:
     """The rate the producer's last line reports, checked against the count and seconds
-    it reports beside it (the seconds are printed to 0.01 s); 0 when there is no line."""
+    it reports beside it; 0 when there is no line. The seconds are rounded to 0.01 s and the
+    rate to a whole event per second, so the product may miss the count by both roundings."""
     found = re.search(rf"^produce: wrote {written} events to {re.escape(repr(stream))} "
                       r"in (\d+\.\d\d) s \((\d+) events/s\)$", stderr, re.MULTILINE)
     if found is None:
         return 0.0
     seconds, rate = float(found[1]), int(found[2])
-    assert abs(rate * seconds - written) <= rate * 0.005 + 1, found[0]
+    assert abs(rate * seconds - written) <= rate * 0.005 + seconds * 0.5 + 1, found[0]
     return float(rate)
 
 

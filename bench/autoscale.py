@@ -33,13 +33,16 @@ parallelism on 2 cores.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
+from engine.dag import JobGraph
 from engine.policies.autoscale import AutoscaleLoop, AutoscaleSettings, Decision
 from engine.policies.load import load_model
 from engine.runtime.api import load_graph, request_reconfiguration, start_run
@@ -128,6 +131,26 @@ class Observer:
         self.decisions.append({"epoch": epoch, "at": time.time(), **decision.to_dict()})
 
 
+@contextlib.contextmanager
+def observed_run(spark: Any, graph: JobGraph, loop: AutoscaleLoop, *, trigger_ms: int,
+                 name: str) -> Iterator[Observer]:
+    """A run of ``graph`` on the Redis control channel with ``loop`` observing it; stopped
+    and its channel and sink cleared on the way out."""
+    publisher, recorder = CollectingPublisher(), CollectingRecorder()
+    with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as checkpoint:
+        run = start_run(graph, checkpoint=checkpoint, publisher=publisher, recorder=recorder,
+                        spark=spark, epoch_ms=trigger_ms, control_url=_redis_url(),
+                        control_prefix=f"streamscale-bench-{name}-{os.getpid()}:")
+        try:
+            yield Observer(run, publisher, recorder, loop)
+        finally:
+            if run.status != "stopped":
+                run.stop()
+            if isinstance(run.channel, RedisControlChannel):
+                run.channel.delete()
+    clear_memory_sink(SINK)
+
+
 def _line(run: JobRun, m: dict[str, Any], decision: Decision) -> str:
     src = m["sources"]["events"]
     counts = m["operators"]["counts"]
@@ -156,29 +179,21 @@ def measure(*, overload: float = 1.4, rate: int | None = None, max_parallelism: 
     graph = load_graph(overload_job(rate))
     settings = AutoscaleSettings(max_parallelism=max_parallelism)
     loop = AutoscaleLoop(graph, settings, cooldown_s=2 * trigger_ms / 1000.0)
-    publisher, recorder = CollectingPublisher(), CollectingRecorder()
     _progress(f"offering {rate} rows/s, trigger {trigger_ms} ms, autoscaler max "
               f"{max_parallelism}, drain {settings.drain_s:.0f} s")
-    with tempfile.TemporaryDirectory(prefix="bench-autoscale-") as checkpoint:
-        run = start_run(graph, checkpoint=checkpoint, publisher=publisher, recorder=recorder,
-                        spark=spark, epoch_ms=trigger_ms, control_url=_redis_url(),
-                        control_prefix=f"streamscale-bench-{os.getpid()}:")
-        observer = Observer(run, publisher, recorder, loop)
+    with observed_run(spark, graph, loop, trigger_ms=trigger_ms, name="autoscale") as observer:
         stable_epoch = _until_stable(observer, give_up_s)
         _progress(f"backlog stopped growing at epoch {stable_epoch}; observing {observe_s:.0f} s")
         decided_before = len(observer.decisions)
         _observe(observer, observe_s)
-        run.stop()
-        final = run.parallelism()
-        exact = _exact(spark, run)
-        if isinstance(run.channel, RedisControlChannel):
-            run.channel.delete()
-    clear_memory_sink(SINK)
+        observer.run.stop()
+        final = observer.run.parallelism()
+        exact = _exact(spark, observer.run)
     from bench.autoscale_calm import calm_figures, measure_calm  # it builds on this module
 
     calm = measure_calm(spark, capacity, max_parallelism=max_parallelism,
                         trigger_ms=trigger_ms, calm_s=calm_s)
-    epochs = publisher.epochs
+    epochs = observer.publisher.epochs
     first_up = next((d for d in observer.decisions if d["action"] == "up"), None)
     return {
         "detect_epochs": None if first_up is None else first_up["epoch"] + 1,
@@ -284,13 +299,15 @@ def _exact(spark: Any, run: JobRun) -> bool:
     from pyspark.sql import functions as F
 
     from engine.runtime.io.sources import GeneratorSpec, generator_batch
+    from engine.runtime.io.taken import ClockRange
 
     last = run.last_epoch
     assert last is not None
     plan = run.log.plan(last)
     assert plan is not None
-    end = plan["sources"]["events"][1]
-    watermark = plan["watermarks"]["counts"]
+    events = plan.sources["events"]
+    assert isinstance(events, ClockRange)
+    end, watermark = events.end, plan.watermarks["counts"]
     params = run.graph.operator("events").params
     spec = GeneratorSpec.from_params(params, run.start_ms)
     rows = generator_batch(spark, spec, 0, end)

@@ -5,26 +5,14 @@ spinning through the middle half of it, as other work on the machine does."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Any
 
-from bench.autoscale import (
-    SINK,
-    Observer,
-    _flaps,
-    _progress,
-    _redis_url,
-    overload_job,
-)
+from bench.autoscale import Observer, _flaps, _progress, observed_run, overload_job
 from engine.policies.autoscale import AutoscaleLoop, AutoscaleSettings
-from engine.runtime.api import load_graph, start_run
-from engine.runtime.control.channel import RedisControlChannel
-from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
-from engine.runtime.io.sinks import clear_memory_sink
+from engine.runtime.api import load_graph
 
 CALM_SHARE, CALM_PARALLELISM = 1 / 3, 2
 
@@ -72,22 +60,12 @@ def measure_calm(spark: Any, capacity: float, *, max_parallelism: int, trigger_m
     graph = load_graph(calm_job(rate))
     loop = AutoscaleLoop(graph, AutoscaleSettings(max_parallelism=max_parallelism),
                          cooldown_s=2 * trigger_ms / 1000.0)
-    publisher, recorder = CollectingPublisher(), CollectingRecorder()
     _progress(f"calm phase: offering {rate} rows/s for {calm_s:.0f} s at parallelism "
               f"{CALM_PARALLELISM}, a neighbour spinning from {neighbour_span(calm_s)[0]:.0f} "
               f"to {neighbour_span(calm_s)[1]:.0f} s")
-    with tempfile.TemporaryDirectory(prefix="bench-autoscale-calm-") as checkpoint:
-        run = start_run(graph, checkpoint=checkpoint, publisher=publisher, recorder=recorder,
-                        spark=spark, epoch_ms=trigger_ms, control_url=_redis_url(),
-                        control_prefix=f"streamscale-bench-calm-{os.getpid()}:")
-        observer = Observer(run, publisher, recorder, loop)
-        try:
-            _observe_with_neighbour(observer, calm_s)
-        finally:
-            run.stop()
-            if isinstance(run.channel, RedisControlChannel):
-                run.channel.delete()
-    clear_memory_sink(SINK)
+    with observed_run(spark, graph, loop, trigger_ms=trigger_ms,
+                      name="autoscale-calm") as observer:
+        _observe_with_neighbour(observer, calm_s)
     return {"rate": rate, "decisions": observer.decisions}
 
 

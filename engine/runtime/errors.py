@@ -35,6 +35,11 @@ class CommandRejected(StreamRuntimeError):
     """A reconfiguration command is invalid; the message is the reason sent back in the ack."""
 
 
+class MalformedPlan(StreamRuntimeError):
+    """An epoch's logged plan does not read as one; the message names the field. It recurs
+    at every start (the run replays its logged plans), so a restart does not get past it."""
+
+
 _TRACEBACK = "Traceback (most recent call last):"
 MAX_SUMMARY = 400
 
@@ -62,7 +67,7 @@ FailureKind = Literal["transient", "job"]
 # traceback names) that mark the job's own error: the same data and plan raise it again.
 JOB_ERROR_MARKS = (
     # the runtime's own refusals (a path out of the data folder, an unknown format, ...)
-    "UnsupportedJobError", "DagValidationError", "EntryTypeError",
+    "UnsupportedJobError", "DagValidationError", "EntryTypeError", "MalformedPlan",
     # Spark's analysis: a column, function or table the plan cannot resolve
     "AnalysisException", "UNRESOLVED_COLUMN", "UNRESOLVED_ROUTINE", "DATATYPE_MISMATCH",
     "PARSE_SYNTAX_ERROR", "PATH_NOT_FOUND", "UNABLE_TO_INFER_SCHEMA",

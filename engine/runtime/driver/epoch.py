@@ -12,15 +12,15 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from engine.dag import JobGraph
-from engine.runtime.control.messages import Ack
+from engine.runtime.control.epoch_plan import EpochOutcome, EpochPlan
 from engine.runtime.control.outbox import RunDeliveries
-from engine.runtime.control.run_config import OperatorConfig, RunConfig
+from engine.runtime.control.run_config import RunConfig
 from engine.runtime.driver.metrics import epoch_metrics, stage_max_event_us
 from engine.runtime.driver.planning import EpochPlanner
 from engine.runtime.driver.source_readings import SourceReadings
 from engine.runtime.io.broker.lag import broker_lags, broker_report
 from engine.runtime.io.sinks import Sink, build_sink
-from engine.runtime.io.streams import source_rows, taken_count
+from engine.runtime.io.streams import source_rows
 from engine.runtime.stage.pipeline import EpochPipeline, EpochResult
 from engine.runtime.stage.regions import EpochJobs, EpochTimes
 
@@ -58,65 +58,63 @@ class EpochRunner:
             return None
         interval_ms = (started - self._last_start) * 1000.0 if self._last_start else None
         self._last_start = started
-        config = {op: OperatorConfig.from_dict(c) for op, c in plan["config"].items()}
         self.clock.begin(epoch)
-        result = self._pipeline(batch, epoch, plan, config)
+        result = self._pipeline(batch, plan)
         self.planner.log.write_outcome(epoch, epoch_outcome(result, self.graph.key_groups))
         ended = time.time()
         batch_ms = (ended - started) * 1000.0
         # The epoch is committed: its acks can say when the change took effect.
-        self.deliveries.acks([Ack.from_dict(a) for a in plan["acks"]], ended_at_ms=ended * 1000.0)
+        self.deliveries.acks(plan.acks, ended_at_ms=ended * 1000.0)
         # What is read now (the sources' load); the tasks' run times, read back from
         # Spark's status store once its listener has them, are left to the deliveries'
         # thread, off the next epoch's path.
         sources = self._sources(batch, epoch, plan, result, interval_ms or batch_ms)
         extra = {"driver_epoch": self._ran}
         self.deliveries.metrics(epoch, functools.partial(
-            self._metrics, epoch, plan, config, result, batch_ms, interval_ms or batch_ms,
+            self._metrics, plan, result, batch_ms, interval_ms or batch_ms,
             sources, self.clock.times(), ended * 1000.0, extra))
         self._ran += 1
-        return EpochDone(config, bool(plan.get("stop")))
+        return EpochDone(plan.config, plan.stop)
 
-    def _pipeline(self, batch: DataFrame, epoch: int, plan: dict[str, Any],
-                  config: RunConfig) -> EpochResult:
-        taken = plan["sources"]
+    def _pipeline(self, batch: DataFrame, plan: EpochPlan) -> EpochResult:
+        taken, config = plan.sources, plan.config
         frames = source_rows(self.planner.spark, self.graph, self.planner.start_ms, taken,
                              {op: config[op].parallelism for op in taken})
         pipeline = EpochPipeline(
-            self.graph, config, epoch, plan["watermarks"], self.planner.store, self.sinks,
-            source_frames=frames, clock=self.clock, closes=plan.get("closes", {}),
-            source_counts={op: taken_count(self.graph, op, part) for op, part in taken.items()
+            self.graph, config, plan.epoch, plan.watermarks, self.planner.store,
+            self.sinks, source_frames=frames, clock=self.clock, closes=plan.closes,
+            source_counts={op: part.count for op, part in taken.items()
                            if op in self.planner.clocks},
-            plan=self.planner.running_plan(plan["config"]),
+            plan=self.planner.running_plan(config),
         )
         return pipeline.run(batch)
 
-    def _sources(self, batch: DataFrame, epoch: int, plan: dict[str, Any],
+    def _sources(self, batch: DataFrame, epoch: int, plan: EpochPlan,
                  result: EpochResult, interval_ms: float) -> dict[str, Any]:
         """Each source's load at the end of the epoch, with its broker lags, if any."""
-        lags = broker_lags(self.graph, plan["sources"])
+        lags = broker_lags(self.graph, plan.sources)
         return {
             "figures": {
-                **self.readings.sources(epoch, plan["sources"], interval_ms),
+                **self.readings.sources(epoch, plan.sources, interval_ms),
                 **self.readings.brokers(lags, result, interval_ms),
             },
             "report": broker_report(lags, result.dead_letters),
         }
 
-    def _metrics(self, epoch: int, plan: dict[str, Any], config: RunConfig,
-                 result: EpochResult, batch_ms: float, interval_ms: float,
-                 sources: dict[str, Any], times: EpochTimes, ended_ms: float,
-                 extra: dict[str, Any]) -> dict[str, Any]:
+    def _metrics(self, plan: EpochPlan, result: EpochResult, batch_ms: float,
+                 interval_ms: float, sources: dict[str, Any], times: EpochTimes,
+                 ended_ms: float, extra: dict[str, Any]) -> dict[str, Any]:
         metrics = epoch_metrics(
-            self.planner.run_id, epoch, self.graph, config, result, batch_ms, interval_ms,
-            sources["figures"], times, watermarks=plan["watermarks"], ended_ms=ended_ms,
+            self.planner.run_id, plan.epoch, self.graph, plan.config, result, batch_ms,
+            interval_ms, sources["figures"], times, watermarks=plan.watermarks,
+            ended_ms=ended_ms,
         )
         metrics.update(sources["report"])
         metrics.update(extra)
         return metrics
 
 
-def epoch_outcome(result: EpochResult, key_groups: int) -> dict[str, Any]:
+def epoch_outcome(result: EpochResult, key_groups: int) -> EpochOutcome:
     """What the next epoch's plan needs of this one: each keyed operator's newest event
     time and its rows per key group (the loads a rebalance weighs)."""
     max_event: dict[str, int | None] = {}
@@ -128,4 +126,4 @@ def epoch_outcome(result: EpochResult, key_groups: int) -> dict[str, Any]:
             for kg, rows in (report.get("kg_rows") or {}).items():
                 loads[int(kg)] += rows
         kg_rows[op_id] = loads
-    return {"max_event_us": max_event, "kg_rows": kg_rows}
+    return EpochOutcome(max_event_us=max_event, kg_rows=kg_rows)

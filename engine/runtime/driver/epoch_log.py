@@ -1,22 +1,29 @@
 """The run's epoch log in the checkpoint directory, next to Spark's own.
 
-Before epoch e runs, its plan (assignment and params of every operator, watermarks, the
-control cursor and the acks of commands taking effect) is written; after it runs, its
-outcome (max event time, key-group loads). A replayed epoch reuses its plan, so it runs
-with exactly the configuration of the first attempt.
+Before epoch e runs, its plan (``EpochPlan``: the configuration of every operator, what it
+takes of each source, watermarks, the control cursor and the acks of commands taking effect)
+is written; after it runs, its outcome (``EpochOutcome``: max event time, key-group loads).
+A replayed epoch reuses its plan, so it runs with exactly the configuration of the first
+attempt. A file that does not read as a plan or an outcome fails the run naming the file
+and the field (``MalformedPlan``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
+from engine.runtime.control.epoch_plan import EpochOutcome, EpochPlan
 from engine.runtime.control.messages import Ack
+from engine.runtime.errors import MalformedPlan
+from engine.runtime.io.taken import FilesTaken
 
 # Epochs of history kept: a replay needs the last two; a start delivers the acks of all kept
 # again (``ended_acks``), those a kill or an outage kept from their host.
 _KEEP = 200
+T = TypeVar("T")
 
 
 class EpochLog:
@@ -29,12 +36,15 @@ class EpochLog:
     def _path(self, epoch: int, kind: str) -> str:
         return os.path.join(self._dir, f"{epoch:012d}.{kind}.json")
 
-    def _read(self, epoch: int, kind: str) -> dict[str, Any] | None:
+    def _read(self, epoch: int, kind: str) -> object:
+        path = self._path(epoch, kind)
         try:
-            with open(self._path(epoch, kind), encoding="utf-8") as handle:
+            with open(path, encoding="utf-8") as handle:
                 return json.load(handle)
         except FileNotFoundError:
             return None
+        except ValueError as error:
+            raise MalformedPlan(f"epoch log {path}: not JSON: {error}") from None
 
     def _write(self, epoch: int, kind: str, doc: dict[str, Any]) -> None:
         path = self._path(epoch, kind)
@@ -45,22 +55,31 @@ class EpochLog:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
 
-    def plan(self, epoch: int) -> dict[str, Any] | None:
+    def plan(self, epoch: int) -> EpochPlan | None:
         """The plan logged for ``epoch``, if any."""
-        return self._read(epoch, "plan")
+        doc = self._read(epoch, "plan")
+        return None if doc is None else self._parsed(epoch, "plan", EpochPlan.from_json, doc)
 
-    def write_plan(self, epoch: int, plan: dict[str, Any]) -> None:
-        """Logs the plan of ``epoch`` durably (fsync + rename)."""
-        self._write(epoch, "plan", plan)
-        self._prune(epoch)
+    def write_plan(self, plan: EpochPlan) -> None:
+        """Logs the plan of its epoch durably (fsync + rename)."""
+        self._write(plan.epoch, "plan", plan.to_json())
+        self._prune(plan.epoch)
 
-    def outcome(self, epoch: int) -> dict[str, Any] | None:
+    def outcome(self, epoch: int) -> EpochOutcome | None:
         """The outcome logged for ``epoch``, if any."""
-        return self._read(epoch, "outcome")
+        doc = self._read(epoch, "outcome")
+        return None if doc is None else self._parsed(epoch, "outcome", EpochOutcome.from_json,
+                                                     doc)
 
-    def write_outcome(self, epoch: int, outcome: dict[str, Any]) -> None:
+    def write_outcome(self, epoch: int, outcome: EpochOutcome) -> None:
         """Logs what ``epoch`` observed."""
-        self._write(epoch, "outcome", outcome)
+        self._write(epoch, "outcome", outcome.to_json())
+
+    def _parsed(self, epoch: int, kind: str, parse: Callable[[object], T], doc: object) -> T:
+        try:
+            return parse(doc)
+        except MalformedPlan as error:
+            raise MalformedPlan(f"epoch log {self._path(epoch, kind)}: {error}") from None
 
     def files_taken(self, op_id: str) -> set[str]:
         """The files every epoch so far took of directory source ``op_id``: those recorded,
@@ -72,12 +91,13 @@ class EpochLog:
         except FileNotFoundError:
             pass
         for epoch in self._epochs("plan"):
-            part = ((self.plan(epoch) or {}).get("sources") or {}).get(op_id)
-            if isinstance(part, dict):
-                taken.update(part.get("files") or [])
+            plan = self.plan(epoch)
+            part = None if plan is None else plan.sources.get(op_id)
+            if isinstance(part, FilesTaken):
+                taken.update(part.files)
         return taken
 
-    def record_files(self, op_id: str, files: list[str]) -> None:
+    def record_files(self, op_id: str, files: Iterable[str]) -> None:
         """Records files a logged plan took of ``op_id`` (kept beyond the plans' pruning)."""
         with open(self._files_path(op_id), "a", encoding="utf-8") as handle:
             handle.writelines(f"{name}\n" for name in files)
@@ -91,13 +111,12 @@ class EpochLog:
         ended = []
         for epoch in self._epochs("outcome"):
             plan = self.plan(epoch)
-            if plan and plan.get("acks"):
+            if plan and plan.acks:
                 try:
                     logged_s = os.stat(self._path(epoch, "outcome")).st_mtime
                 except FileNotFoundError:
                     continue  # pruned meanwhile
-                ended.append((epoch, [Ack.from_dict(a) for a in plan["acks"]],
-                              logged_s * 1000.0))
+                ended.append((epoch, list(plan.acks), logged_s * 1000.0))
         return ended
 
     def _epochs(self, kind: str) -> list[int]:
@@ -106,13 +125,13 @@ class EpochLog:
         return sorted(int(name[: -len(suffix)]) for name in os.listdir(self._dir)
                       if name.endswith(suffix) and name[: -len(suffix)].isdigit())
 
-    def latest_plan(self, before: int) -> tuple[int, dict[str, Any]] | None:
+    def latest_plan(self, before: int) -> EpochPlan | None:
         """The most recent plan of an epoch < ``before``."""
         epochs = [epoch for epoch in self._epochs("plan") if epoch < before]
         for epoch in reversed(epochs):
             plan = self.plan(epoch)
             if plan is not None:
-                return epoch, plan
+                return plan
         return None
 
     def _prune(self, epoch: int) -> None:

@@ -78,7 +78,7 @@ class JobRun:
         self.generation = self.channel.take_generation()
         self._deliver_logged_acks()
         latest = self.log.latest_plan(before=2**62)
-        cursor = latest[1].get("cursor") if latest else None
+        cursor = latest.cursor if latest else None
         self._listener = ControlListener(self.channel, cursor, self.deliveries.malformed,
                                          on_command=self._on_command)
         self._listener.start()

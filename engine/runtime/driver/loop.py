@@ -65,7 +65,7 @@ def first_epoch(log: EpochLog) -> int:
     latest = log.latest_plan(before=2**62)
     if latest is None:
         return 0
-    epoch = latest[0]
+    epoch = latest.epoch
     return epoch if log.outcome(epoch) is None else epoch + 1
 
 

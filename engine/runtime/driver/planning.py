@@ -9,26 +9,23 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from engine.dag import JobGraph
 from engine.planner import PhysicalPlan, plan_job
+from engine.runtime.control.epoch_plan import EpochOutcome, EpochPlan
 from engine.runtime.control.listener import ControlListener
-from engine.runtime.control.messages import Ack
+from engine.runtime.control.messages import Ack, Command
 from engine.runtime.control.reconfigure import apply_commands
-from engine.runtime.control.run_config import (
-    LogicCheck,
-    OperatorConfig,
-    RunConfig,
-    initial_config,
-    running_plan,
-)
+from engine.runtime.control.run_config import LogicCheck, RunConfig, initial_config, running_plan
 from engine.runtime.driver.epoch_log import EpochLog
 from engine.runtime.driver.options import RunOptions, save_run_info
 from engine.runtime.io.source_load import ClockSource, build_meters
-from engine.runtime.io.streams import nothing_taken, source_rows, take, taken_count
+from engine.runtime.io.streams import nothing_taken, source_rows, take
+from engine.runtime.io.taken import FilesTaken, SourceTake
 from engine.runtime.stage.logic_check import KEYED_SPECS, logic_checker
 from engine.runtime.state import StoreSpec, open_store
 
@@ -49,59 +46,52 @@ class EpochPlanner:
         self._plans: dict[str, PhysicalPlan] = {}
         self._taken_files: dict[str, set[str]] = {}
 
-    def plan(self, epoch: int, batch: DataFrame) -> dict[str, Any] | None:
+    def plan(self, epoch: int, batch: DataFrame) -> EpochPlan | None:
         """The epoch's logged plan (a replay), else a new one, logged before it runs; None
         when the run is idle (its sources have nothing new, no command came)."""
         return self.log.plan(epoch) or self._new_plan(epoch, batch)
 
-    def running_plan(self, config: dict[str, Any]) -> PhysicalPlan:
+    def running_plan(self, config: RunConfig) -> PhysicalPlan:
         """The planner's plan of the configuration an epoch runs (made once per config)."""
-        key = json.dumps(config, sort_keys=True)
+        key = json.dumps({op: c.to_dict() for op, c in config.items()}, sort_keys=True)
         if key not in self._plans:
-            parsed = {op: OperatorConfig.from_dict(c) for op, c in config.items()}
-            self._plans = {key: running_plan(self.graph, parsed)}
+            self._plans = {key: running_plan(self.graph, config)}
         return self._plans[key]
 
-    def _new_plan(self, epoch: int, batch: DataFrame) -> dict[str, Any] | None:
+    def _new_plan(self, epoch: int, batch: DataFrame) -> EpochPlan | None:
         previous = self.log.latest_plan(before=epoch)
-        outcome, taken, cursor, watermarks = None, {}, None, {}
+        taken: Mapping[str, SourceTake] = {}
+        watermarks: Mapping[str, int | None] = {}
+        outcome, cursor = None, None
         if previous is None:
             config = initial_config(plan_job(self.graph))
             self._anchor_clock()
         else:
-            prev_epoch, prev = previous
-            config = {op: OperatorConfig.from_dict(c) for op, c in prev["config"].items()}
-            cursor, watermarks = prev.get("cursor"), dict(prev["watermarks"])
-            outcome, taken = self.log.outcome(prev_epoch), prev.get("sources", {})
-        before = None if previous is None else config  # ``_apply`` makes a new one
+            config, cursor, watermarks = previous.config, previous.cursor, previous.watermarks
+            outcome, taken = self.log.outcome(previous.epoch), previous.sources
         sources = self._take(taken)
         assert self.listener is not None
         if previous is not None and self._idle(sources) and not self.listener.pending():
             return None
         advanced = advance_watermarks(self.graph, config, watermarks, outcome)
         commands = self.listener.drain()
-        config, acks, stop = self._apply(config, commands, epoch, batch, outcome)
-        plan = {
-            "epoch": epoch,
-            "config": {op: c.to_dict() for op, c in config.items()},
-            "watermarks": advanced,
-            "closes": windows_closing(self.graph, config, before, watermarks, advanced),
-            "cursor": commands[-1].cursor if commands else cursor,
-            "acks": [ack.to_dict() for ack in acks],
-            "stop": stop,
-            "sources": sources,
-        }
-        self.log.write_plan(epoch, plan)
+        applied, acks, stop = self._apply(config, commands, epoch, batch, outcome)
+        plan = EpochPlan(
+            epoch=epoch, config=applied, sources=sources, watermarks=advanced,
+            closes=windows_closing(self.graph, applied, None if previous is None else config,
+                                   watermarks, advanced),
+            cursor=commands[-1].cursor if commands else cursor, acks=tuple(acks), stop=stop,
+        )
+        self.log.write_plan(plan)
         self._record_files(sources)
         return plan
 
-    def _apply(self, config: RunConfig, commands: list[Any], epoch: int, batch: DataFrame,
-               outcome: dict[str, Any] | None) -> tuple[RunConfig, list[Ack], bool]:
+    def _apply(self, config: RunConfig, commands: list[Command], epoch: int, batch: DataFrame,
+               outcome: EpochOutcome | None) -> tuple[RunConfig, list[Ack], bool]:
         """The configuration with ``commands`` applied, their acks, and whether to stop."""
-        loads = (outcome or {}).get("kg_rows", {})
         return apply_commands(
-            self.graph, config, commands, epoch, loads, self._logic_check(config, batch),
-            open_store(self.store).hand_over,
+            self.graph, config, commands, epoch, outcome.kg_rows if outcome else {},
+            self._logic_check(config, batch), open_store(self.store).hand_over,
         )
 
     def _logic_check(self, config: RunConfig, batch: DataFrame) -> LogicCheck:
@@ -127,7 +117,7 @@ class EpochPlanner:
         for clock in self.clocks.values():
             clock.start_ms = self.start_ms
 
-    def _take(self, taken: dict[str, Any]) -> dict[str, Any]:
+    def _take(self, taken: Mapping[str, SourceTake]) -> dict[str, SourceTake]:
         """What the epoch being planned takes of each source: from where the last one
         ended, what is new now (due, for a clock source), up to the source's cap."""
         now_ms = time.time() * 1000.0
@@ -135,11 +125,10 @@ class EpochPlanner:
                          self._files_taken(op))
                 for op in self.graph.sources()}
 
-    def _idle(self, sources: dict[str, Any]) -> bool:
+    def _idle(self, sources: Mapping[str, SourceTake]) -> bool:
         """Whether an epoch would take nothing of any source: one of a run that reads only
         directories and brokers (a clock source has rows due every epoch)."""
-        return not self.clocks and not any(
-            taken_count(self.graph, op, part) for op, part in sources.items())
+        return not self.clocks and not any(part.count for part in sources.values())
 
     def _files_taken(self, op_id: str) -> set[str]:
         if self.graph.operator(op_id).type != "source.files":
@@ -148,17 +137,17 @@ class EpochPlanner:
             self._taken_files[op_id] = self.log.files_taken(op_id)
         return self._taken_files[op_id]
 
-    def _record_files(self, sources: dict[str, Any]) -> None:
+    def _record_files(self, sources: Mapping[str, SourceTake]) -> None:
         """Keeps the files a logged plan took as taken, for every later epoch."""
         for op_id, part in sources.items():
-            if isinstance(part, dict) and part.get("files"):
-                self.log.record_files(op_id, part["files"])
-                self._files_taken(op_id).update(part["files"])
+            if isinstance(part, FilesTaken) and part.files:
+                self.log.record_files(op_id, part.files)
+                self._files_taken(op_id).update(part.files)
 
 
 def windows_closing(
     graph: JobGraph, config: RunConfig, before: RunConfig | None,
-    watermarks: dict[str, Any], advanced: dict[str, int | None],
+    watermarks: Mapping[str, int | None], advanced: Mapping[str, int | None],
 ) -> dict[str, bool]:
     """Whether each window aggregate's watermark passes a window's end this epoch, the
     only way one emits: windows end at ``window + k * slide``, and the epoch before fired
@@ -181,19 +170,21 @@ def windows_closing(
 
 
 def advance_watermarks(
-    graph: JobGraph, config: RunConfig, watermarks: dict[str, Any], outcome: dict[str, Any] | None
+    graph: JobGraph, config: RunConfig, watermarks: Mapping[str, int | None],
+    outcome: EpochOutcome | None,
 ) -> dict[str, int | None]:
     """Each keyed operator's watermark for the next epoch: the newest event time it has
     seen less its watermark delay, never moving back."""
     advanced: dict[str, int | None] = {}
-    seen = (outcome or {}).get("max_event_us", {})
+    seen = outcome.max_event_us if outcome else {}
     for op in graph.operators:
         keyed = KEYED_SPECS.get(op.type)
         if keyed is None:
             continue
         delay = keyed.parse(op.id, config[op.id].params).watermark_us
         current = watermarks.get(op.id)
-        candidate = None if seen.get(op.id) is None else seen[op.id] - delay
+        newest = seen.get(op.id)
+        candidate = None if newest is None else newest - delay
         values = [v for v in (current, candidate) if v is not None]
         advanced[op.id] = max(values) if values else None
     return advanced

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from engine.runtime.io.source_load import SourceLoad, SourceMeter, source_figures
+from engine.runtime.io.taken import ClockRange, SourceTake
 from engine.runtime.stage.pipeline import EpochResult
 
 
@@ -19,17 +21,15 @@ class SourceReadings:
         self._read_at: dict[str, float] = {}
 
     def sources(
-        self, epoch: int, planned: dict[str, Any], interval_ms: float
+        self, epoch: int, planned: Mapping[str, SourceTake], interval_ms: float
     ) -> dict[str, dict[str, Any]]:
         """Offered, consumed and backlog of every metered source at the end of ``epoch``
         (``planned``: what the epoch's plan took of each source)."""
         figures = {}
         for op, meter in self.meters.items():
             part = planned.get(op)
-            if isinstance(part, list):  # a clock source's [first, end) row range
-                taken, end = part[1] - part[0], part[1]
-            else:  # a directory's files
-                taken, end = len((part or {}).get("files") or []), None
+            taken = part.count if part is not None else 0
+            end = part.end if isinstance(part, ClockRange) else None
             meter.took(end, taken)
             load = meter.offered(epoch, time.time() * 1000.0)
             first = SourceLoad(load.offered - taken, load.consumed - taken, load.unit)

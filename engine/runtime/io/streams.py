@@ -5,13 +5,12 @@ the epoch reads (``source_rows``): a replayed epoch reads exactly what its plan 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from engine.dag import CLOCK_SOURCES, JobGraph
-from engine.runtime.errors import UnsupportedJobError
-from engine.runtime.io.broker.redis_stream import entries_taken, stream_rows, take_entries
+from engine.runtime.errors import MalformedPlan, UnsupportedJobError
+from engine.runtime.io.broker.redis_stream import stream_rows, take_entries
 from engine.runtime.io.broker.spec import StreamSpec
 from engine.runtime.io.source_load import ClockSource
 from engine.runtime.io.sources import (
@@ -21,39 +20,30 @@ from engine.runtime.io.sources import (
     new_files,
     rate_rows,
 )
+from engine.runtime.io.taken import ClockRange, EntriesTaken, FilesTaken, SourceTake
 
 
-def take(graph: JobGraph, op_id: str, previous: Any, clock: ClockSource | None,
-         now_ms: float, files_taken: Collection[str]) -> Any:
-    """What the next epoch takes of source ``op_id``, as logged in its plan: ``[first,
-    end)`` row ids of a clock source, ``{"files": [...]}`` of a directory, ``{"start",
-    "end"}`` offsets of a broker; ``previous`` is what the epoch before took (None: none)."""
+def take(graph: JobGraph, op_id: str, previous: SourceTake | None, clock: ClockSource | None,
+         now_ms: float, files_taken: Collection[str]) -> SourceTake:
+    """What the next epoch takes of source ``op_id``, as logged in its plan; ``previous`` is
+    what the epoch before took (None: none)."""
     op = graph.operator(op_id)
     if clock is not None:
-        first = previous[1] if previous is not None else 0
-        return list(clock.take(first, now_ms))
+        first = previous.end if isinstance(previous, ClockRange) else 0
+        return ClockRange(*clock.take(first, now_ms))
     if op.type == "source.files":
-        return {"files": new_files(op.params, files_taken)}
+        return FilesTaken(tuple(new_files(op.params, files_taken)))
     if op.type == "source.redis_stream":
-        return take_entries(StreamSpec.from_params(op_id, op.params), previous)
+        return take_entries(StreamSpec.from_params(op_id, op.params),
+                            previous if isinstance(previous, EntriesTaken) else None)
     raise UnsupportedJobError(f"source {op_id!r}: type {op.type!r} is not supported")
-
-
-def taken_count(graph: JobGraph, op_id: str, taken: Any) -> int:
-    """Rows, files or entries an epoch's plan took of source ``op_id``."""
-    op = graph.operator(op_id)
-    if op.type in CLOCK_SOURCES:
-        return int(taken[1]) - int(taken[0])
-    if op.type == "source.files":
-        return len(taken["files"])
-    return entries_taken(taken)
 
 
 def source_rows(
     spark: SparkSession,
     graph: JobGraph,
     start_ms: int,
-    taken: Mapping[str, Any],
+    taken: Mapping[str, SourceTake],
     partitions: Mapping[str, int],
 ) -> dict[str, DataFrame]:
     """Each source's rows of one epoch, as its plan ``taken`` says; a clock source's over
@@ -61,25 +51,27 @@ def source_rows(
     frames: dict[str, DataFrame] = {}
     for op_id, part in taken.items():
         op = graph.operator(op_id)
-        if op.type == "source.generator":
+        if isinstance(part, ClockRange) and op.type == "source.generator":
             spec = GeneratorSpec.from_params(op.params, start_ms)
-            frames[op_id] = generator_rows(spark, spec, part[0], part[1], partitions[op_id])
-        elif op.type == "source.rate":
-            frames[op_id] = rate_rows(spark, op.params, start_ms, part[0], part[1],
+            frames[op_id] = generator_rows(spark, spec, part.first, part.end, partitions[op_id])
+        elif isinstance(part, ClockRange) and op.type == "source.rate":
+            frames[op_id] = rate_rows(spark, op.params, start_ms, part.first, part.end,
                                       partitions[op_id])
-        elif op.type == "source.files":
-            frames[op_id] = file_rows(spark, op.params, part["files"])
-        else:
+        elif isinstance(part, FilesTaken) and op.type == "source.files":
+            frames[op_id] = file_rows(spark, op.params, list(part.files))
+        elif isinstance(part, EntriesTaken) and op.type == "source.redis_stream":
             frames[op_id] = stream_rows(spark, StreamSpec.from_params(op_id, op.params), part)
+        else:
+            raise MalformedPlan(f"sources.{op_id}: a {op.type} does not take {part!r:.200}")
     return frames
 
 
-def nothing_taken(graph: JobGraph, op_id: str) -> Any:
+def nothing_taken(graph: JobGraph, op_id: str) -> SourceTake:
     """What an epoch that takes nothing of source ``op_id`` logs: read, it gives no rows,
     in the source's columns (the shapes a logic change is checked against)."""
     op = graph.operator(op_id)
     if op.type in CLOCK_SOURCES:
-        return [0, 0]
+        return ClockRange(0, 0)
     if op.type == "source.files":
-        return {"files": []}
-    return {"start": {"streams": {}}, "end": {"streams": {}}}
+        return FilesTaken(())
+    return EntriesTaken({"streams": {}}, {"streams": {}})

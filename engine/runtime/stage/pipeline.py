@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -80,7 +80,7 @@ class EpochPipeline:
     graph: JobGraph
     config: RunConfig
     epoch: int
-    watermarks: dict[str, int | None]
+    watermarks: Mapping[str, int | None]
     store: StoreSpec
     sinks: dict[str, Sink]
     source_frames: dict[str, DataFrame] = field(default_factory=dict)
@@ -88,7 +88,7 @@ class EpochPipeline:
     source_counts: dict[str, int] = field(default_factory=dict)
     """The rows of each clock source in ``source_frames`` (its planned range's length)."""
     clock: EpochJobs | None = None
-    closes: dict[str, bool] = field(default_factory=dict)
+    closes: Mapping[str, bool] = field(default_factory=dict)
     """Whether each window aggregate's watermark passes a window's end in the epoch (the
     plan's ``closes``); one not named may."""
     plan: PhysicalPlan | None = None

@@ -140,12 +140,15 @@ def expected_windows_planned(
     import os
 
     from engine.runtime.driver.epoch_log import EpochLog
+    from engine.runtime.io.taken import ClockRange
 
     with open(os.path.join(checkpoint, "run.json"), encoding="utf-8") as handle:
         start_ms = json.load(handle)["start_ms"]
     plan = EpochLog(os.path.join(checkpoint, "epochs")).plan(last_epoch)
     assert plan is not None, f"no plan for epoch {last_epoch}"
-    end, watermark = plan["sources"]["events"][1], plan["watermarks"]["counts"]
+    events = plan.sources["events"]
+    assert isinstance(events, ClockRange)
+    end, watermark = events.end, plan.watermarks["counts"]
     spec = GeneratorSpec.from_params(GENERATOR_PARAMS, start_ms)
     rows = generator_batch(spark, spec, 0, end).where(F.expr(condition))
     grouped = (

@@ -63,6 +63,7 @@ def _builders(spark) -> dict[str, Callable[[dict[str, Any]], Any]]:  # noqa: ANN
         new_files,
         rate_rows,
     )
+    from engine.runtime.io.taken import EntriesTaken
     from engine.runtime.operators.changes import KEYED_SPECS
     from engine.runtime.stage.stateless import check_stateless_params
 
@@ -83,7 +84,7 @@ def _builders(spark) -> dict[str, Callable[[dict[str, Any]], Any]]:  # noqa: ANN
         "source.files": lambda p: file_rows(spark, p, new_files(p, ())),
         "source.redis_stream": lambda p: stream_rows(
             spark, StreamSpec.from_params("under_test", p),
-            {"start": {"streams": {}}, "end": {"streams": {}}}),
+            EntriesTaken({"streams": {}}, {"streams": {}})),
         "filter": stateless("filter"), "map": stateless("map"),
         **{name: keyed(name) for name in KEYED_SPECS},
         **{name: sink(name) for name in OPERATOR_TYPES if name.startswith("sink.")},

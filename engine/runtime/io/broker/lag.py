@@ -12,19 +12,20 @@ from typing import Any
 from engine.dag import JobGraph
 from engine.runtime.io.broker.redis_offsets import stream_lags, with_reconnect
 from engine.runtime.io.broker.spec import StreamSpec
+from engine.runtime.io.taken import EntriesTaken, Offset, SourceTake
 
 BROKER_TYPES = frozenset({"source.redis_stream"})
 
 
-def broker_lags(graph: JobGraph, planned: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+def broker_lags(graph: JobGraph, planned: Mapping[str, SourceTake]) -> dict[str, dict[str, int]]:
     """Per broker source of ``graph``, entries behind each stream's tail after the epoch
     whose plan took ``planned`` of each source ({} when the job reads no broker)."""
     lags = {}
     for op_id in graph.sources():
         op = graph.operator(op_id)
-        if op.type in BROKER_TYPES and op_id in planned:
-            spec = StreamSpec.from_params(op_id, op.params)
-            lags[op_id] = _lags_of(spec, planned[op_id]["end"])
+        part = planned.get(op_id)
+        if op.type in BROKER_TYPES and isinstance(part, EntriesTaken):
+            lags[op_id] = _lags_of(StreamSpec.from_params(op_id, op.params), part.end)
     return lags
 
 
@@ -33,7 +34,7 @@ def backlog_of(lags: Mapping[str, Mapping[str, int]]) -> int:
     return sum(sum(streams.values()) for streams in lags.values())
 
 
-def _lags_of(spec: StreamSpec, end: dict[str, Any]) -> dict[str, int]:
+def _lags_of(spec: StreamSpec, end: Offset) -> dict[str, int]:
     return with_reconnect(spec, "measuring the lag", lambda client: stream_lags(client, end))
 
 

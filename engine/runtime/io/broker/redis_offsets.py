@@ -1,7 +1,7 @@
 """Offsets of a Redis Streams source: where an epoch starts and ends in each stream.
 
 An offset is ``{"op": <source id>, "streams": {<stream>: {"id": <last entry id read>,
-"n": <entries up to it>}}}``. Spark keeps it in the run's checkpoint with the epoch, so
+"n": <entries up to it>}}}``. The epoch's logged plan keeps it (``taken.EntriesTaken``), so
 a replayed epoch reads exactly the entries in ``(start id, end id]`` again (entries the
 stream trimmed away meanwhile are gone for the replay too). The lag behind the tail is
 counted on the server, exactly up to ``LAG_EXACT_LIMIT`` entries per stream; beyond that
@@ -18,9 +18,9 @@ import redis
 
 from engine.runtime.errors import StreamRuntimeError
 from engine.runtime.io.broker.spec import StreamSpec, masked_url
+from engine.runtime.io.taken import Offset
 
 T = TypeVar("T")
-Offset = dict[str, Any]
 READ_CHUNK = 10_000
 # Entries one script call walks: Redis runs scripts alone, so a call must stay short
 # (about a millisecond per thousand entries) for the other clients of a shared server.

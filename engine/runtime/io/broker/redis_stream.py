@@ -18,42 +18,35 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from engine.runtime.io.broker.redis_offsets import (
-    Offset,
     advance,
     initial_offset,
     read_range,
     with_reconnect,
 )
 from engine.runtime.io.broker.spec import StreamSpec, decode_entry
+from engine.runtime.io.taken import EntriesTaken
 
 BATCH_ROWS = 10_000
 
 
-def take_entries(spec: StreamSpec, previous: dict[str, Offset] | None) -> dict[str, Offset]:
-    """The entries the next epoch reads: ``{"start", "end"}`` offsets, from where the
-    previous epoch ended (a new run: the source's ``start``) up to every new entry, at most
-    ``max_entries_per_epoch`` in all."""
+def take_entries(spec: StreamSpec, previous: EntriesTaken | None) -> EntriesTaken:
+    """The entries the next epoch reads: from where the previous epoch ended (a new run:
+    the source's ``start``) up to every new entry, at most ``max_entries_per_epoch`` in all."""
     if previous is None:
         start = with_reconnect(spec, "finding the start offsets",
                                lambda c: initial_offset(c, spec))
     else:
-        start = previous["end"]
+        start = previous.end
     end = with_reconnect(spec, "planning an epoch",
                          lambda c: advance(c, spec, start, spec.max_entries))
-    return {"start": start, "end": end}
+    return EntriesTaken(start, end)
 
 
-def entries_taken(taken: dict[str, Offset]) -> int:
-    """How many entries an epoch's range holds."""
-    start, end = taken["start"]["streams"], taken["end"]["streams"]
-    return sum(int(end[s]["n"]) - int(start.get(s, {"n": 0})["n"]) for s in end)
-
-
-def stream_rows(spark: SparkSession, spec: StreamSpec, taken: dict[str, Offset]) -> DataFrame:
+def stream_rows(spark: SparkSession, spec: StreamSpec, taken: EntriesTaken) -> DataFrame:
     """The rows of an epoch's entries: one partition per stream with entries to read."""
     schema = _schema(spec)
-    ranges = [(stream, taken["start"]["streams"].get(stream, {"id": "0-0"})["id"], end["id"])
-              for stream, end in taken["end"]["streams"].items()]
+    ranges = [(stream, taken.start["streams"].get(stream, {"id": "0-0"})["id"], end["id"])
+              for stream, end in taken.end["streams"].items()]
     ranges = [r for r in ranges if r[1] != r[2]]
     if not ranges:
         return spark.createDataFrame([], schema)

@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from engine.runtime.api import request_reconfiguration, start_run
+from engine.runtime.control.epoch_plan import EpochOutcome, EpochPlan
 from engine.runtime.driver.epoch_log import EpochLog
 from engine.runtime.driver.loop import EpochPacer, first_epoch
 from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
@@ -59,13 +60,17 @@ def test_back_to_back_the_pacer_never_waits_and_a_close_ends_a_wait() -> None:
 def test_a_run_starts_with_its_last_epoch_without_an_outcome_else_the_next(tmp_path) -> None:  # type: ignore[no-untyped-def]
     log = EpochLog(str(tmp_path / "epochs"))
     assert first_epoch(log) == 0
-    log.write_plan(0, {"epoch": 0})
+    log.write_plan(_empty_plan(0))
     assert first_epoch(log) == 0  # planned, not done: it runs again
-    log.write_outcome(0, {})
-    log.write_plan(1, {"epoch": 1})
+    log.write_outcome(0, EpochOutcome())
+    log.write_plan(_empty_plan(1))
     assert first_epoch(log) == 1
-    log.write_outcome(1, {})
+    log.write_outcome(1, EpochOutcome())
     assert first_epoch(log) == 2
+
+
+def _empty_plan(epoch: int) -> EpochPlan:
+    return EpochPlan(epoch=epoch, config={}, sources={}, watermarks={}, closes={}, cursor=None)
 
 
 @pytest.mark.spark

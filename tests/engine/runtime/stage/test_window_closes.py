@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import engine.runtime.driver.planning as planning
+from engine.runtime.control.epoch_plan import EpochPlan
 from engine.runtime.driver.epoch_log import EpochLog
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 from tests.engine.runtime.jobs import (
@@ -25,15 +26,16 @@ LAST_EPOCH = 9
 
 
 def _run(spark: Any, tmp_path: Any, monkeypatch: Any, slide_s: int | None) -> tuple[
-        dict[int, dict[str, Any]], dict[int, int], dict, dict]:
+        dict[int, EpochPlan], dict[int, int], dict, dict]:
     """A window job run to ``LAST_EPOCH``: each epoch's logged plan, the rows the window
     operator emitted in each epoch, the windows the sink got and those expected."""
-    plans: dict[int, dict[str, Any]] = {}
+    plans: dict[int, EpochPlan] = {}
     write_plan = EpochLog.write_plan
 
-    def recorded(log: EpochLog, epoch: int, plan: dict[str, Any]) -> None:
-        plans[epoch] = plan
-        write_plan(log, epoch, plan)
+    def recorded(log: EpochLog, plan: EpochPlan) -> None:
+        plans[plan.epoch] = plan
+        write_plan(log, plan)
+        assert log.plan(plan.epoch) == plan  # a real run's plan reads back equal
 
     monkeypatch.setattr(EpochLog, "write_plan", recorded)
     name = f"sink_{uuid.uuid4().hex[:8]}"
@@ -54,7 +56,7 @@ def test_only_epochs_whose_watermark_passes_a_window_end_emit(
     spark, tmp_path, monkeypatch, slide_s
 ) -> None:
     plans, emitted, actual, expected = _run(spark, tmp_path, monkeypatch, slide_s)
-    closes = {epoch: plan["closes"]["counts"] for epoch, plan in plans.items()}
+    closes = {epoch: plan.closes["counts"] for epoch, plan in plans.items()}
     assert set(emitted) == set(closes)
     quiet = [epoch for epoch, closing in closes.items() if not closing]
     # Most epochs of 4 s windows close none (a slide of 3 s closes one every 3 s).
@@ -72,6 +74,6 @@ def test_rows_emitted_in_an_epoch_planned_to_close_none_still_reach_the_sink(
     monkeypatch.setattr(planning, "windows_closing",
                         lambda graph, *_: {"counts": False})
     plans, emitted, actual, expected = _run(spark, tmp_path, monkeypatch, None)
-    assert not any(plan["closes"]["counts"] for plan in plans.values())
+    assert not any(plan.closes["counts"] for plan in plans.values())
     assert sum(emitted.values()) > 0
     assert expected and actual == expected

@@ -131,7 +131,7 @@ def run_vsn_rescales(
                 request = request_reconfiguration(
                     run.channel, kind="rescale", operator="counts", parallelism=parallelism)
                 warmup.add(request)
-                run.channel.wait_for_ack(request, 60)
+                recorder.wait_for(request, 60)
             for i, parallelism in enumerate(STEPS):
                 _wait_epoch(run, step_epoch(i))  # the next epoch starts now
                 time.sleep(request_delay_s(i, publisher.epochs))
@@ -140,7 +140,7 @@ def run_vsn_rescales(
                     run.channel, kind="rescale", operator="counts", parallelism=parallelism)
                 requested_during[request] = running
                 request_at[request] = REQUEST_AT[i % len(REQUEST_AT)]
-                run.channel.wait_for_ack(request, 60)
+                recorder.wait_for(request, 60)
             run.wait()
         finally:
             run.channel.delete()

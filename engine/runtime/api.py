@@ -109,8 +109,8 @@ def request_reconfiguration(
     params: Mapping[str, Any] | None = None,
     request_id: str | None = None,
 ) -> str:
-    """Sends a command on a run's control channel; returns its request id. The ack
-    arrives on the channel (``channel.wait_for_ack``) and at the run's recorder."""
+    """Sends a command on a run's control channel; returns its request id. Its ack goes
+    to the run's recorder."""
     request = CommandRequest(
         kind=kind, operator=operator, request_id=request_id or uuid.uuid4().hex,
         requested_at_ms=time.time() * 1000.0, parallelism=parallelism,

@@ -1,7 +1,8 @@
 """``run`` subcommand: ``python -m engine run DAG.json --checkpoint DIR [--master URL]``.
 
 Runs the job, prints one line per epoch and takes reconfiguration commands from the
-run's control channel (``--control redis://...``; stream ``<prefix>run:<id>:control``).
+run's control channel (``--control redis://...``; stream ``<prefix>run:<id>:control``),
+printing what became of each as an ``ack {json}`` line.
 """
 
 from __future__ import annotations
@@ -46,11 +47,13 @@ def main_run(argv: Sequence[str] | None = None) -> int:
     except (OSError, json.JSONDecodeError) as exc:
         print(f"error: cannot read {args.dag}: {exc}", file=sys.stderr)
         return 2
+    host = PrintingPublisher(as_json=args.json)
     try:
         run = start_run(
             document,
             checkpoint=args.checkpoint,
-            publisher=PrintingPublisher(as_json=args.json),
+            publisher=host,
+            recorder=host,
             run_id=args.run_id,
             master=args.master,
             epoch_ms=args.epoch_ms,

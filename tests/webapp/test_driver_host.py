@@ -12,7 +12,7 @@ import pytest
 from django.db import connections
 
 from engine.api import Ack
-from engine.runtime.control.channel import MemoryControlChannel, open_control_channel
+from engine.runtime.control.channel import open_control_channel
 from engine.runtime.control.messages import Command
 from engine.runtime.control.outbox import Outbox, RunDeliveries
 from tests.webapp.conftest import epoch_metrics
@@ -82,7 +82,7 @@ def test_the_host_receives_the_drivers_ack_and_keeps_it_as_sent(token_client, li
                  after={"parallelism": 3, "params": {}, "ranges": [[0, 15, 0]]},
                  state_bytes_copied=0)
     host = RunHost(live_run.pk)
-    deliveries = RunDeliveries(str(live_run.pk), MemoryControlChannel(), host, host)
+    deliveries = RunDeliveries(str(live_run.pk), host, host)
     ended_ms = time.time() * 1000.0
     try:
         deliveries.acks([ack], ended_at_ms=ended_ms)

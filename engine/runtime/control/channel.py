@@ -1,27 +1,24 @@
-"""The durable per-run control channel: commands in, acknowledgements out.
+"""The durable per-run control channel: commands in.
 
-``RedisControlChannel`` keeps both in Redis streams (``<prefix>run:<id>:control`` and
-``<prefix>run:<id>:acks``); ``MemoryControlChannel`` is the same contract in memory for
-tests. Cursors are stream ids: the driver logs the last one it applied with each epoch,
-so after a crash it re-reads exactly the commands that had not taken effect.
+``RedisControlChannel`` keeps them in a Redis stream (``<prefix>run:<id>:control``);
+``MemoryControlChannel`` is the same contract in memory for tests. Cursors are stream ids:
+the driver logs the last one it applied with each epoch, so after a crash it re-reads
+exactly the commands that had not taken effect. What became of a command goes to the run's
+host (``ReconfigurationRecorder``), not back on the channel.
 """
 
 from __future__ import annotations
 
-import json
 import threading
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, cast
 
 import redis
 
-from engine.runtime.control.messages import Ack
-
 
 class ControlChannel(ABC):
-    """Commands for one run, read in order after a cursor, and their acknowledgements."""
+    """Commands for one run, read in order after a cursor."""
 
     @abstractmethod
     def send(self, message: Mapping[str, str]) -> str:
@@ -30,14 +27,6 @@ class ControlChannel(ABC):
     @abstractmethod
     def read_after(self, cursor: str | None, block_ms: int) -> list[tuple[str, dict[str, str]]]:
         """Commands after ``cursor`` (all if None), waiting up to ``block_ms`` for one."""
-
-    @abstractmethod
-    def acknowledge(self, ack: Ack) -> bool:
-        """Records an ack once per request id; False if it was already recorded."""
-
-    @abstractmethod
-    def acks(self) -> list[Ack]:
-        """Every ack recorded so far, in order."""
 
     # Fencing: one driver per run. Each driver takes the next generation as it starts and
     # checks before each epoch that no later driver took one since (``JobRun``).
@@ -49,23 +38,12 @@ class ControlChannel(ABC):
     def newest_generation(self) -> int | None:
         """The newest driver's generation; None when it cannot be read now."""
 
-    def wait_for_ack(self, request_id: str, timeout_s: float = 60.0) -> Ack | None:
-        """Polls until the ack of ``request_id`` arrives (client side)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            for ack in self.acks():
-                if ack.request_id == request_id:
-                    return ack
-            time.sleep(0.02)
-        return None
-
 
 class MemoryControlChannel(ControlChannel):
     """In-memory channel for unit tests (one process)."""
 
     def __init__(self) -> None:
         self._messages: list[tuple[str, dict[str, str]]] = []
-        self._acks: list[Ack] = []
         self._changed = threading.Condition()
         self._generation = 0
 
@@ -84,19 +62,6 @@ class MemoryControlChannel(ControlChannel):
             if len(self._messages) <= start and block_ms > 0:
                 self._changed.wait(block_ms / 1000.0)
             return list(self._messages[start:])
-
-    def acknowledge(self, ack: Ack) -> bool:
-        """Appends unless the request id was acked before."""
-        with self._changed:
-            if any(a.request_id == ack.request_id for a in self._acks):
-                return False
-            self._acks.append(ack)
-            return True
-
-    def acks(self) -> list[Ack]:
-        """A copy of the acks."""
-        with self._changed:
-            return list(self._acks)
 
     def take_generation(self) -> int:
         """The next generation of this process's drivers."""
@@ -120,8 +85,6 @@ class RedisControlChannel(ControlChannel):
         self._redis = client or redis.Redis.from_url(url, decode_responses=True)
         base = f"{prefix}run:{run_id}"
         self.control_key = f"{base}:control"
-        self.acks_key = f"{base}:acks"
-        self._acked_key = f"{base}:acked"
         self.generation_key = f"{base}:generation"
 
     def send(self, message: Mapping[str, str]) -> str:
@@ -134,18 +97,6 @@ class RedisControlChannel(ControlChannel):
         if not reply:
             return []
         return [(str(entry_id), dict(fields)) for entry_id, fields in reply[0][1]]
-
-    def acknowledge(self, ack: Ack) -> bool:
-        """HSETNX guards against duplicate acks after a replayed epoch."""
-        if not self._redis.hsetnx(self._acked_key, ack.request_id, "1"):
-            return False
-        self._redis.xadd(self.acks_key, {"ack": json.dumps(ack.to_dict())})
-        return True
-
-    def acks(self) -> list[Ack]:
-        """Every ack in the acks stream."""
-        entries: Any = self._redis.xrange(self.acks_key)
-        return [Ack.from_dict(json.loads(f["ack"])) for _, f in entries]
 
     def take_generation(self) -> int:
         """INCR of the run's generation: kept in Redis, so it outlives every driver."""
@@ -162,9 +113,8 @@ class RedisControlChannel(ControlChannel):
         return int(cast(Any, value)) if value is not None else 0
 
     def delete(self) -> None:
-        """Removes this run's streams (tests)."""
-        self._redis.delete(self.control_key, self.acks_key, self._acked_key,
-                           self.generation_key)
+        """Removes this run's stream and generation (tests, benches)."""
+        self._redis.delete(self.control_key, self.generation_key)
 
 
 def open_control_channel(url: str | None, run_id: str, prefix: str = "") -> ControlChannel:

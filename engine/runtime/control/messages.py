@@ -9,8 +9,8 @@ strings (``to_message`` / ``from_message``)::
     "weighted" for a load-weighted assignment), params (JSON object)
 
 The driver picks it up as a ``Command`` (the request, where it sat on the channel and when it
-was taken) and answers with an ``Ack``, whose JSON (``to_dict`` / ``from_dict``) crosses Redis,
-the epoch log and the host. No Spark here: the web application imports this module.
+was taken) and answers with an ``Ack``, whose JSON (``to_dict`` / ``from_dict``) the epoch
+log keeps and the host records. No Spark here: the web application imports this module.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ class Ack:
         return replace(self, epoch_ended_at_ms=round(at_ms, 3))
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (the channel's ack stream, the epoch log, the host's record)."""
+        """The JSON form (the epoch log, the host's record)."""
         doc = {f.name: getattr(self, f.name) for f in fields(self)}
         doc["before"], doc["after"] = dict(self.before), dict(self.after)
         return doc

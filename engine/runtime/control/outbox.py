@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
-from engine.runtime.control.channel import ControlChannel
 from engine.runtime.control.listener import Rejection
 from engine.runtime.control.messages import Ack
 
@@ -95,30 +94,26 @@ class Outbox:
 
 
 class RunDeliveries:
-    """What a run tells the outside, off its epochs' path: acks to its control channel (a
-    queue of their own, so an outage at the host does not hold them) and acks and epoch
-    metrics to its host (recorder and publisher), each queue in order."""
+    """What a run tells its host, off its epochs' path: acks to its recorder and epoch
+    metrics to its publisher, in order."""
 
     def __init__(
         self,
         run_id: str,
-        channel: ControlChannel,
         publisher: MetricsPublisher,
         recorder: ReconfigurationRecorder | None,
     ) -> None:
         self.run_id = run_id
-        self._channel, self._publisher, self._recorder = channel, publisher, recorder
-        self._to_channel, self.to_host = Outbox(), Outbox()
+        self._publisher, self._recorder = publisher, recorder
+        self.to_host = Outbox()
 
     def acks(self, acks: Sequence[Ack], ended_at_ms: float | None) -> None:
         """Queues acks; applied ones carry when their epoch ended (``ended_at_ms``)."""
+        if self._recorder is None:
+            return
         for ack in (a.ended(ended_at_ms) for a in acks):
-            what = f"the ack of {ack.request_id!r}"
-            self._to_channel.put(f"{what} on the channel",
-                                 functools.partial(self._channel.acknowledge, ack))
-            if self._recorder is not None:
-                self.to_host.put(f"{what} to the recorder",
-                                 functools.partial(self._recorder.acknowledge, self.run_id, ack))
+            self.to_host.put(f"the ack of {ack.request_id!r}",
+                             functools.partial(self._recorder.acknowledge, self.run_id, ack))
 
     def malformed(self, rejection: Rejection) -> None:
         """Queues the ack of a message the listener could not parse at all."""
@@ -136,11 +131,10 @@ class RunDeliveries:
 
     def flush(self, timeout_s: float = 30.0) -> bool:
         """Waits until everything queued so far is delivered; False on timeout."""
-        return self._to_channel.flush(timeout_s) and self.to_host.flush(timeout_s)
+        return self.to_host.flush(timeout_s)
 
     def close(self) -> None:
         """Delivers what is queued (retrying for a bounded time), then stops."""
-        self._to_channel.close()
         self.to_host.close()
 
 

@@ -49,7 +49,7 @@ class JobRun:
         self.run_id: str = info["run_id"]
         self.planner = EpochPlanner(graph, spark, options, self.log, info)
         # Acks and metrics leave through queues, off the epoch's path (retried there).
-        self.deliveries = RunDeliveries(self.run_id, self.channel, publisher, recorder)
+        self.deliveries = RunDeliveries(self.run_id, publisher, recorder)
         self.epochs = EpochRunner(self.planner, self.deliveries)
         self.loop = EpochLoop(spark, options, self.log, self._epoch)
         self.config: RunConfig = initial_config(plan_job(graph))
@@ -91,8 +91,7 @@ class JobRun:
         killed in between, or one that gave up delivering them (its host down), never sent
         them, and the listener resumes past their commands. The change runs all the same, so
         the acks of every epoch the log kept as ended are sent again, in order, with when the
-        epoch ended; the channel and the host keep the first ack of a request and ignore the
-        rest."""
+        epoch ended; the host keeps the first ack of a request and ignores the rest."""
         for _, acks, ended_ms in self.log.ended_acks():
             self.deliveries.acks(acks, ended_at_ms=ended_ms)
 

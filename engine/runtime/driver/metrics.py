@@ -223,7 +223,8 @@ def _add_load(graph: JobGraph, metrics: dict[str, Any], model: LoadModel) -> Non
 
 
 class PrintingPublisher:
-    """Prints one compact line per epoch (the CLI's publisher)."""
+    """Prints one compact line per epoch and one ``ack {json}`` line per acknowledgement
+    (the CLI's host: its publisher and recorder)."""
 
     def __init__(self, stream: TextIO | None = None, as_json: bool = False) -> None:
         self._stream = stream or sys.stdout
@@ -245,6 +246,10 @@ class PrintingPublisher:
                 f"{ops}"
             )
         print(line, file=self._stream, flush=True)
+
+    def acknowledge(self, run_id: str, ack: Ack) -> None:
+        """Writes the ack as ``ack`` and its JSON; a restarted run writes it again."""
+        print(f"ack {json.dumps(ack.to_dict())}", file=self._stream, flush=True)
 
 
 class CollectingPublisher:
@@ -270,3 +275,13 @@ class CollectingRecorder:
         """Appends unless the request id is already recorded."""
         if all(a.request_id != ack.request_id for a in self.acks):
             self.acks.append(ack)
+
+    def wait_for(self, request_id: str, timeout_s: float = 60.0) -> Ack | None:
+        """The ack of ``request_id`` once recorded; None if none comes within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            found = next((a for a in self.acks if a.request_id == request_id), None)
+            if found is not None:
+                return found
+            time.sleep(0.02)
+        return None

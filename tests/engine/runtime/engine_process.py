@@ -1,6 +1,6 @@
 """A job run as the engine's command line (`python -m engine run`) in a process of its own:
-the command, its environment, its printed epochs, and the run's start time from its
-checkpoint. For the tests that kill or restart what a run depends on."""
+the command, its environment, its printed epochs and acks, and the run's start time from
+its checkpoint. For the tests that kill or restart what a run depends on."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
+from engine.runtime.control.messages import Ack
 from engine.runtime.spark.session import project_root
 
 
@@ -74,6 +76,27 @@ def wait_for_epoch_line(
         if seen is not None and seen >= epoch:
             return True
     return False
+
+
+def printed_acks(lines: Iterable[str]) -> list[Ack]:
+    """The acks among a run's printed lines (``ack {json}``), in order."""
+    return [Ack.from_dict(json.loads(line[4:])) for line in lines if line.startswith("ack ")]
+
+
+def wait_for_printed_ack(lines: queue.Queue, proc: subprocess.Popen, request_id: str,
+                         timeout_s: float, seen: list[str]) -> Ack | None:
+    """The ack of ``request_id`` once ``proc`` prints it (None after ``timeout_s`` or once it
+    has exited); every line read meanwhile is added to ``seen``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            seen.append(lines.get(timeout=0.2))
+        except queue.Empty:
+            continue
+        found = [a for a in printed_acks(seen[-1:]) if a.request_id == request_id]
+        if found:
+            return found[0]
+    return None
 
 
 def run_start_ms(checkpoint: Path) -> int:

@@ -9,7 +9,7 @@ import pytest
 
 from engine.runtime.control.channel import MemoryControlChannel, RedisControlChannel
 from engine.runtime.control.listener import ControlListener
-from engine.runtime.control.messages import Ack, CommandRequest
+from engine.runtime.control.messages import CommandRequest
 
 
 def _request(kind, request_id, at_ms, **target):  # type: ignore[no-untyped-def]
@@ -34,16 +34,6 @@ def test_commands_are_read_in_order_after_a_cursor(channel) -> None:  # type: ig
     channel.send({"request_id": "b", "kind": "stop"})
     assert [m["request_id"] for _, m in channel.read_after(None, 0)] == ["a", "b"]
     assert [m["request_id"] for _, m in channel.read_after(first, 0)] == ["b"]
-
-
-def test_acks_are_recorded_once_per_request(channel) -> None:  # type: ignore[no-untyped-def]
-    ack = Ack(request_id="a", kind="rescale", operator="counts", status="applied",
-              applied_epoch=3, after={"parallelism": 4, "params": {}, "ranges": [[0, 15, 0]]})
-    assert channel.acknowledge(ack)
-    assert not channel.acknowledge(Ack(request_id="a", kind="stop", operator=None,
-                                       status="applied"))
-    assert channel.acks() == [ack]
-    assert channel.wait_for_ack("a", 1) == ack
 
 
 def test_listener_picks_commands_up_within_milliseconds(channel) -> None:  # type: ignore[no-untyped-def]

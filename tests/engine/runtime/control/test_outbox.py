@@ -58,11 +58,10 @@ class _FlakyPublisher:
 
 
 def test_metrics_built_off_the_epoch_are_built_once_and_a_failed_build_is_dropped(caplog) -> None:  # type: ignore[no-untyped-def]
-    from engine.runtime.control.channel import MemoryControlChannel
     from engine.runtime.control.outbox import RunDeliveries
 
     publisher = _FlakyPublisher(refusals=2)
-    deliveries = RunDeliveries("r", MemoryControlChannel(), publisher, None)
+    deliveries = RunDeliveries("r", publisher, None)
     deliveries.to_host.close()
     deliveries.to_host = Outbox(first_retry_s=0.01)
     builds: list[int] = []

@@ -21,6 +21,7 @@ from tests.engine.runtime.engine_process import (
     printed_lines,
     run_start_ms,
     wait_for_epoch_line,
+    wait_for_printed_ack,
 )
 from tests.engine.runtime.jobs import actual_windows, expected_windows, window_job
 from tests.engine.runtime.state_redis import StateRedis, state_redis_fixture  # noqa: F401
@@ -50,12 +51,12 @@ def test_rescale_on_a_standalone_cluster_with_the_redis_store(
         lines = printed_lines(proc)
         assert wait_for_epoch_line(lines, proc, 180), proc.stderr.read()[-3000:]  # type: ignore[union-attr]
         channel = RedisControlChannel(redis_url, run_id, redis_prefix)
+        printed: list[str] = []
         up = request_reconfiguration(channel, kind="rescale", operator="counts", parallelism=6)
-        assert channel.wait_for_ack(up, 120).status == "applied"
+        assert wait_for_printed_ack(lines, proc, up, 120, printed).status == "applied"  # type: ignore[union-attr]
         down = request_reconfiguration(channel, kind="rescale", operator="counts", parallelism=1)
-        assert channel.wait_for_ack(down, 120).status == "applied"
+        assert wait_for_printed_ack(lines, proc, down, 120, printed).status == "applied"  # type: ignore[union-attr]
         assert proc.wait(timeout=300) == 0, proc.stderr.read()[-3000:]  # type: ignore[union-attr]
-        printed = []
         while not lines.empty():
             printed.append(lines.get())
         assert any("counts[p=6" in line for line in printed)

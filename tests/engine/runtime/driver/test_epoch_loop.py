@@ -115,7 +115,7 @@ def test_a_command_between_epochs_takes_effect_in_an_epoch_that_starts_at_once(
         time.sleep(0.3)  # between epochs: the next is due seconds from now
         up = request_reconfiguration(run.channel, kind="rescale", operator="counts",
                                      parallelism=2)
-        ack = run.channel.wait_for_ack(up, 60)
+        ack = recorder.wait_for(up, 60)
         wait_epoch(run, ack.applied_epoch + 1)
     finally:
         run.stop()

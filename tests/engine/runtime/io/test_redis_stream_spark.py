@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from engine.runtime.api import request_reconfiguration, start_run
-from engine.runtime.driver.metrics import CollectingPublisher
+from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 from tests.engine.runtime.broker_jobs import batch_windows, fill_for_run, sink_windows, stream_job
 from tests.engine.runtime.jobs import wait_epoch
@@ -63,16 +63,16 @@ def test_rescale_while_reading_two_streams_stays_exact(spark, tmp_path, broker) 
     cap = 800  # 400 from each stream per epoch: both streams advance through event time together
     total, last = fill_for_run(client, streams, 3000, cap)
     sink = f"redis_{uuid.uuid4().hex[:6]}"
-    publisher = CollectingPublisher()
+    publisher, recorder = CollectingPublisher(), CollectingRecorder()
     memory = {"type": "sink.memory", "params": {"name": sink}}
     run = start_run(stream_job(url, streams, cap, memory),
-                    checkpoint=str(tmp_path / "ckpt"), publisher=publisher, spark=spark,
-                    trigger_ms=0, stop_after_epoch=last)
+                    checkpoint=str(tmp_path / "ckpt"), publisher=publisher, recorder=recorder,
+                    spark=spark, trigger_ms=0, stop_after_epoch=last)
     for epoch, parallelism in ((1, 4), (4, 1)):
         wait_epoch(run, epoch)
         request = request_reconfiguration(run.channel, kind="rescale", operator="counts",
                                           parallelism=parallelism)
-        ack = run.channel.wait_for_ack(request, timeout_s=60)
+        ack = recorder.wait_for(request, timeout_s=60)
         assert ack is not None and ack.status == "applied", ack
     assert run.wait(240) == "stopped", run.failure()
     instances = [e["operators"]["counts"]["instances"] for e in publisher.epochs]

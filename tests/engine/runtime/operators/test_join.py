@@ -189,10 +189,10 @@ def test_join_run_matches_sparks_join_through_rescales(spark, tmp_path) -> None:
     run, publisher, recorder = start_collected_run(spark, tmp_path, job, last_epoch=9)
     wait_epoch(run, 1)
     up = request_reconfiguration(run.channel, kind="rescale", operator="pairs", parallelism=6)
-    assert run.channel.wait_for_ack(up, 60).status == "applied"
+    assert recorder.wait_for(up, 60).status == "applied"
     wait_epoch(run, 4)
     down = request_reconfiguration(run.channel, kind="rescale", operator="pairs", parallelism=3)
-    assert run.channel.wait_for_ack(down, 60).status == "applied"
+    assert recorder.wait_for(down, 60).status == "applied"
     assert run.wait(180) == "stopped"
 
     acks = {a.request_id: a for a in recorder.acks}

@@ -32,12 +32,12 @@ def test_rescales_and_rebalances_leave_results_exact(spark, tmp_path) -> None:
     channel = run.channel
     wait_epoch(run, 2)
     up = request_reconfiguration(channel, kind="rescale", operator="counts", parallelism=8)
-    assert channel.wait_for_ack(up, 60).status == "applied"
+    assert recorder.wait_for(up, 60).status == "applied"
     wait_epoch(run, 6)
     weighted = request_reconfiguration(
         channel, kind="rebalance", operator="counts", assignment="weighted"
     )
-    assert channel.wait_for_ack(weighted, 60).status == "applied"
+    assert recorder.wait_for(weighted, 60).status == "applied"
     wait_epoch(run, 8)
     down = request_reconfiguration(channel, kind="rescale", operator="counts", parallelism=3)
     explicit = request_reconfiguration(
@@ -96,7 +96,7 @@ def test_bad_commands_are_rejected_and_the_run_goes_on(spark, tmp_path) -> None:
     assert "refused" in acks[ids["stateful"]].reason
     assert "writes in the stage that feeds it" in acks[ids["sink"]].reason
     for request in ("malformed-1", "malformed-2"):
-        assert channel.wait_for_ack(request, 5).status == "rejected"
+        assert recorder.wait_for(request, 5).status == "rejected"
     assert run.last_epoch == 7
     expected = expected_windows(spark, run.start_ms, 7, [(0, "event_type = 'view'")])
     assert actual_windows(memory_sink_rows(sink)) == expected

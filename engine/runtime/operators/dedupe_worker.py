@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.dedupe import FIRST, DedupeSpec, kept_rows
 from engine.runtime.operators.entries import decode, encode
+from engine.runtime.operators.replay import emitted_rows, replay_of
 from engine.runtime.operators.window_merge import slices_by_group
 from engine.runtime.state import KeyedChanges, StateStore
 from engine.runtime.state.base import FIELD, TIMER, VALUE
@@ -34,14 +35,9 @@ def process_dedupe_instance(
     """
     spec: DedupeSpec = task.spec
     columns = [f.name for f in task.output_schema if not f.name.startswith("__")]
-    rows = _input(task, report, table)
-    owned = [kg for kg, owner in enumerate(task.owners) if owner == report.instance]
-    marks = store.marks(spec.operator, owned)
-    replayed = sorted(kg for kg in owned if marks.get(kg, -1) >= task.epoch)
-    report.groups_replayed = len(replayed)
-    outputs = [t.select(columns) for t in store.read_emitted(spec.operator, replayed).values()]
-    if rows is not None and replayed:
-        rows = rows.filter(pc.invert(pc.is_in(rows[KG], pa.array(replayed, pa.int32()))))
+    replay = replay_of(task, report, store)
+    rows = replay.pending(_input(task, report, table))
+    outputs = [t.select(columns) for t in replay.emitted]
     if rows is not None and rows.num_rows:
         fields = encode(rows, list(spec.keys))
         kept = kept_rows(spec, rows, _seen(store, spec, rows, fields))
@@ -49,12 +45,7 @@ def process_dedupe_instance(
         report.bytes_written += store.commit_entries(spec.operator, task.epoch, changes)
         report.groups_written += len(changes)
         outputs.append(kept.select(columns))
-    outputs = [o for o in outputs if o.num_rows]
-    if not outputs:
-        return None
-    result = pa.concat_tables(outputs, promote_options="default")
-    report.rows_out = result.num_rows
-    return result
+    return emitted_rows(outputs, report)
 
 
 def _input(task: Any, report: Any, table: pa.Table | None) -> pa.Table | None:

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.entries import ROW, check_types, decode, encode
 from engine.runtime.operators.join import JoinSpec, new_pairs, side_maxima, unexpired, usable_rows
+from engine.runtime.operators.replay import emitted_rows, replay_of
 from engine.runtime.operators.window_merge import slices_by_group
 from engine.runtime.state import KeyedChanges, StateStore
 from engine.runtime.state.base import FIELD, TIMER, VALUE
@@ -35,15 +36,9 @@ def process_join_instance(
     ``task`` is a ``vsn_worker.EpochTask`` whose spec is a JoinSpec.
     """
     spec: JoinSpec = task.spec
-    arrived = _arrivals(task, report, table)
-    owned = [kg for kg, owner in enumerate(task.owners) if owner == report.instance]
-    marks = store.marks(spec.operator, owned)
-    replayed = sorted(kg for kg in owned if marks.get(kg, -1) >= task.epoch)
-    report.groups_replayed = len(replayed)
-    outputs = [t.select(spec.output_columns)
-               for t in store.read_emitted(spec.operator, replayed).values()]
-    if arrived is not None and replayed:
-        arrived = arrived.filter(pc.invert(pc.is_in(arrived[KG], pa.array(replayed, pa.int32()))))
+    replay = replay_of(task, report, store)
+    arrived = replay.pending(_arrivals(task, report, table))
+    outputs = [t.select(spec.output_columns) for t in replay.emitted]
     if arrived is not None and arrived.num_rows:
         columns = [c for c in arrived.column_names if c != KG]
         check_types(arrived.schema, columns)
@@ -55,11 +50,7 @@ def process_join_instance(
         report.bytes_written += store.commit_entries(spec.operator, task.epoch, changes)
         report.groups_written += len(changes)
         outputs.append(pairs.drop_columns([KG]))
-    emitted = pa.concat_tables(outputs, promote_options="default") if outputs else None
-    if emitted is None or emitted.num_rows == 0:
-        return None
-    report.rows_out = emitted.num_rows
-    return emitted
+    return emitted_rows(outputs, report)
 
 
 def _arrivals(task: Any, report: Any, table: pa.Table | None) -> pa.Table | None:

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from engine.runtime.operators.columns import KG
 from engine.runtime.operators.entries import check_types, decode, encode
+from engine.runtime.operators.replay import replay_of
 from engine.runtime.operators.window_merge import (
     drop_late,
     finalize,
@@ -63,16 +64,10 @@ def process_window_instance(
     ``task`` is a ``vsn_worker.EpochTask`` with a WindowSpec and its ``state_schema``."""
     spec: WindowSpec = task.spec
     op = spec.operator
-    partials = input_partials(task, table, report)
-    owned = [kg for kg, owner in enumerate(task.owners) if owner == report.instance]
-    marks = store.marks(op, owned)
-    replayed = sorted(kg for kg in owned if marks.get(kg, -1) >= task.epoch)
-    outputs = list(store.read_emitted(op, replayed).values()) if replayed else []
-    report.groups_replayed = len(replayed)
-    if replayed and partials is not None:
-        again = pc.is_in(partials[KG], pa.array(replayed, pa.int32()))
-        partials = partials.filter(pc.invert(again))
-    live = sorted(set(owned) - set(replayed))
+    replay = replay_of(task, report, store)
+    partials = replay.pending(input_partials(task, table, report))
+    outputs = list(replay.emitted)
+    live = sorted(set(replay.owned) - set(replay.done))
     combine = folding(spec, task.state_schema)
     closed = _closed(task, store, live, combine)
     changes = _changes(spec, partials, closed, task.watermark_us)

@@ -109,9 +109,15 @@ def expected_windows(
     assert kept is not None
     before_last = kept.where(F.col("event_id") < last_epoch * ROWS_PER_SECOND)
     max_us = before_last.agg(F.max(F.unix_micros("event_time"))).collect()[0][0]
-    cutoff = max_us - WATERMARK_S * 1_000_000
+    return _windows_closed(kept, max_us - WATERMARK_S * 1_000_000, slide_s)
+
+
+def _windows_closed(rows: Any, watermark_us: int, slide_s: int | None = None) -> dict[
+        tuple[int, int], tuple]:
+    """The windows of ``rows`` (a DataFrame) that ``watermark_us`` closed, keyed (campaign,
+    start us): views, users and top, as the test jobs' window aggregate computes them."""
     grouped = (
-        kept.groupBy(
+        rows.groupBy(
             "campaign_id",
             F.window("event_time", f"{WINDOW_S} seconds", f"{slide_s or WINDOW_S} seconds"),
         )
@@ -120,7 +126,7 @@ def expected_windows(
             F.sum("user_id").alias("users"),
             F.max("amount").alias("top"),
         )
-        .where(F.unix_micros("window.end") <= cutoff)
+        .where(F.unix_micros("window.end") <= watermark_us)
     )
     return {
         (r["campaign_id"], r["start"]): (r["views"], r["users"], r["top"])
@@ -150,19 +156,9 @@ def expected_windows_planned(
     assert isinstance(events, ClockRange)
     end, watermark = events.end, plan.watermarks["counts"]
     spec = GeneratorSpec.from_params(GENERATOR_PARAMS, start_ms)
-    rows = generator_batch(spark, spec, 0, end).where(F.expr(condition))
-    grouped = (
-        rows.groupBy("campaign_id", F.window("event_time", f"{WINDOW_S} seconds"))
-        .agg(F.count(F.lit(1)).alias("views"), F.sum("user_id").alias("users"),
-             F.max("amount").alias("top"))
-        .where(F.unix_micros("window.end") <= watermark)
-    )
-    return {
-        (r["campaign_id"], r["start"]): (r["views"], r["users"], r["top"])
-        for r in grouped.select(
-            "campaign_id", F.unix_micros("window.start").alias("start"), "views", "users", "top"
-        ).collect()
-    }
+    assert watermark is not None, "the last epoch has no watermark"
+    return _windows_closed(generator_batch(spark, spec, 0, end).where(F.expr(condition)),
+                           watermark)
 
 
 def actual_windows(table: pa.Table | None) -> dict[tuple[int, int], tuple]:

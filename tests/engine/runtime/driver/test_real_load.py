@@ -65,12 +65,20 @@ def _drive(run: JobRun, publisher: CollectingPublisher, recorder: CollectingReco
     return decisions
 
 
-def _run(spark: Any, tmp_path: Any, job: dict[str, Any], trigger_ms: int) -> tuple[
-        JobRun, CollectingPublisher, CollectingRecorder]:
+def _autoscaled(spark: Any, tmp_path: Any, job: dict[str, Any], sink: str, trigger_ms: int,
+                until: int) -> tuple[JobRun, CollectingPublisher, list[dict[str, Any]]]:
+    """``job`` run under the autoscaler (at most 2 instances) up to epoch ``until``, then
+    stopped: the run, its epochs' metrics and the loop's decisions."""
+    loop = AutoscaleLoop(parse_job_graph(job), AutoscaleSettings(max_parallelism=2),
+                         cooldown_s=0.0)
     publisher, recorder = CollectingPublisher(), CollectingRecorder()
     run = start_run(job, checkpoint=str(tmp_path / "ckpt"), publisher=publisher,
                     recorder=recorder, spark=spark, epoch_ms=trigger_ms)
-    return run, publisher, recorder
+    try:
+        return run, publisher, _drive(run, publisher, recorder, loop, until=until)
+    finally:
+        run.stop()
+        clear_memory_sink(sink)
 
 
 def test_a_run_that_falls_behind_is_flagged_on_its_bottleneck_and_scaled_up(spark, tmp_path):
@@ -79,14 +87,7 @@ def test_a_run_that_falls_behind_is_flagged_on_its_bottleneck_and_scaled_up(spar
     # too, where 30 left it at a third of its capacity); far more is offered
     # than one instance can take, and the cap keeps each epoch short.
     job = _job(200_000, sink, {"window": "30 seconds", "slide": "100 milliseconds"}, cap=30_000)
-    loop = AutoscaleLoop(parse_job_graph(job), AutoscaleSettings(max_parallelism=2),
-                         cooldown_s=0.0)
-    run, publisher, recorder = _run(spark, tmp_path, job, 1000)
-    try:
-        decisions = _drive(run, publisher, recorder, loop, until=12)
-    finally:
-        run.stop()
-        clear_memory_sink(sink)
+    run, publisher, decisions = _autoscaled(spark, tmp_path, job, sink, 1000, until=12)
     epochs = publisher.epochs
     backlogs = [e["sources"]["events"]["backlog"] for e in epochs]
     assert backlogs[-1] > backlogs[1] > 0  # falling behind shows as a growing backlog
@@ -119,17 +120,10 @@ def test_a_run_that_falls_behind_is_flagged_on_its_bottleneck_and_scaled_up(spar
 def test_a_run_that_keeps_up_shows_no_congestion_and_is_never_scaled_up(spark, tmp_path):
     sink = f"sink_{uuid.uuid4().hex[:8]}"
     job = _job(500, sink, {"window": "2 seconds"})
-    loop = AutoscaleLoop(parse_job_graph(job), AutoscaleSettings(max_parallelism=2),
-                         cooldown_s=0.0)
     # 2 s epochs: a slow machine spends up to ~2 s on an epoch's fixed work (scheduling, the
     # Python workers), and the generator's cap of two intervals' rows would leave 1 s epochs
     # behind there, however light the rows.
-    run, publisher, recorder = _run(spark, tmp_path, job, 2000)
-    try:
-        decisions = _drive(run, publisher, recorder, loop, until=9)
-    finally:
-        run.stop()
-        clear_memory_sink(sink)
+    run, publisher, decisions = _autoscaled(spark, tmp_path, job, sink, 2000, until=9)
     steady = [e for e in publisher.epochs if e["epoch"] >= 3]
     assert steady
     for epoch in steady:

@@ -9,15 +9,15 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_until(predicate: Callable[[], T], *, timeout_s: float, what: str,
-               interval_s: float = 0.05) -> T:
-    """``predicate()``'s first truthy value, polled every ``interval_s``; AssertionError
-    naming ``what`` if none comes within ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
+def wait_for(predicate: Callable[[], T], *, timeout: float, what: str,
+             interval: float = 0.1) -> T:
+    """``predicate()``'s first truthy value, polled every ``interval`` seconds;
+    AssertionError naming ``what`` if none comes within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise AssertionError(f"waited {timeout_s:g} s for {what}")
-        time.sleep(interval_s)
+            raise AssertionError(f"waited {timeout:g} s for {what}")
+        time.sleep(interval)

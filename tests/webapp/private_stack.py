@@ -16,12 +16,14 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tests.waiting import wait_for  # noqa: F401  # the stack tests wait with it
 from webapp.config import BASE_DIR
 from webapp.launcher.health import answers_health
 
@@ -133,18 +135,34 @@ class ApiClient:
         return body
 
 
-def wait_for(predicate, *, timeout: float, what: str, interval: float = 0.1):
-    """Poll until `predicate()` returns something truthy and return it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise StackError(f"waited {timeout:.0f} s for {what}")
-
-
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+class LiveFeed:
+    """A websocket client of the run's live channel, collecting every message in a thread."""
+
+    def __init__(self, stack: PrivateStack, token: str, run_id: int) -> None:
+        from websockets.sync.client import connect
+
+        self.messages: list[dict] = []
+        self.socket = connect(f"ws://127.0.0.1:{stack.port}/ws/runs/{run_id}/",
+                              additional_headers={"Authorization": f"Bearer {token}",
+                                                  "Origin": stack.url})
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            for raw in self.socket:
+                self.messages.append(json.loads(raw))
+        except Exception:  # noqa: BLE001 - the socket closes when the test ends
+            return
+
+    def of_type(self, kind: str) -> list[dict]:
+        return [m for m in list(self.messages) if m.get("type") == kind]
+
+    def close(self) -> None:
+        self.socket.close()

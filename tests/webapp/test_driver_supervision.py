@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.waiting import wait_for
 from tests.webapp.conftest import SIMPLE_DAG
 from webapp.accounts.roles import Role
 
@@ -57,16 +58,6 @@ def _run(make_user, *, condition: str = "event_type = 'click'"):
     return run
 
 
-def _wait(predicate, *, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"waited {timeout:.0f} s for {what}")
-
-
 def _watch_until(predicate, *, timeout: float, what: str):
     """Supervision passes, as the beat runs them, until ``predicate`` holds."""
     from webapp.runs import supervision
@@ -75,7 +66,7 @@ def _watch_until(predicate, *, timeout: float, what: str):
         supervision.runs_watch()
         return predicate()
 
-    return _wait(watched, timeout=timeout, what=what)
+    return wait_for(watched, timeout=timeout, what=what)
 
 
 def _fresh(run):
@@ -110,7 +101,7 @@ def test_suspend_and_resume_are_not_restarts_and_a_crash_is_named(var_dir, make_
     run = _run(make_user)
     try:
         supervision.run_launch(run_id=run.pk)
-        _wait(lambda: _fresh(run).status == RunStatus.RUNNING, timeout=240, what="a first epoch")
+        wait_for(lambda: _fresh(run).status == RunStatus.RUNNING, timeout=240, what="a first epoch")
         first_pid = run.driver_pid
 
         assert supervision.drivers_suspend(grace_s=60) == [
@@ -125,7 +116,7 @@ def test_suspend_and_resume_are_not_restarts_and_a_crash_is_named(var_dir, make_
         resumed_pid, epoch = resumed.driver_pid, resumed.current_epoch or 0
         assert resumed.restarts == 0 and resumed_pid != first_pid
         assert resumed.status == RunStatus.RUNNING and not _audit_reasons(run, "run.recovering")
-        _wait(lambda: (_fresh(run).current_epoch or 0) > epoch + 1, timeout=240,
+        wait_for(lambda: (_fresh(run).current_epoch or 0) > epoch + 1, timeout=240,
               what="epochs after the resume")
 
         # A crash is one: counted, and named by the signal that ended the driver.
@@ -150,10 +141,10 @@ def test_the_jobs_own_error_fails_the_run_at_once_naming_operator_and_cause(
     run = _run(make_user, condition=condition)
     try:
         supervision.run_launch(run_id=run.pk)
-        _wait(lambda: not psutil.pid_exists(_fresh(run).driver_pid) or
+        wait_for(lambda: not psutil.pid_exists(_fresh(run).driver_pid) or
               psutil.Process(run.driver_pid).status() == psutil.STATUS_ZOMBIE,
               timeout=240, what="the driver's end")
-        _wait(lambda: supervision.runs_watch(), timeout=30, what="the failure")
+        wait_for(lambda: supervision.runs_watch(), timeout=30, what="the failure")
 
         failed = _fresh(run)
         assert failed.status == RunStatus.FAILED and failed.restarts == 0
@@ -193,7 +184,7 @@ def test_a_run_whose_query_does_not_start_in_time_fails_with_the_reason(
         assert failed.failure_reason.startswith(
             "the run's epoch loop did not start within 2 s of the driver's start "
             "(RUN_START_TIMEOUT_S)")
-        _wait(lambda: not driver_alive(pid, run.pk), timeout=10, what="the driver's end")
+        wait_for(lambda: not driver_alive(pid, run.pk), timeout=10, what="the driver's end")
     finally:
         _kill_driver(_fresh(run))
 
@@ -246,11 +237,11 @@ def test_a_run_whose_source_has_no_data_is_running_idle_also_after_a_crash(
     run = _idle_stream_run(make_user, stream)
     try:
         supervision.run_launch(run_id=run.pk)
-        _wait(lambda: _fresh(run).status == RunStatus.RUNNING, timeout=240,
+        wait_for(lambda: _fresh(run).status == RunStatus.RUNNING, timeout=240,
               what="the run to be running with no data")
         # A run's first epoch fixes where its sources start, data or not; then none runs.
         assert run.epochs.count() <= 1 and run.driver_heartbeat_at is not None
-        _wait(lambda: run_activity_of(run=_fresh(run)) == "idle: waiting for data", timeout=60,
+        wait_for(lambda: run_activity_of(run=_fresh(run)) == "idle: waiting for data", timeout=60,
               what="the run to say it is idle")
         assert run_as_json(run_answer_get(run_id=run.pk))["activity"] == "idle: waiting for data"
 
@@ -258,7 +249,7 @@ def test_a_run_whose_source_has_no_data_is_running_idle_also_after_a_crash(
         settings.RUN_START_TIMEOUT_S = 1
         assert supervision.runs_watch() == []
         beat = _fresh(run).driver_heartbeat_at
-        _wait(lambda: _fresh(run).driver_heartbeat_at > beat, timeout=30,
+        wait_for(lambda: _fresh(run).driver_heartbeat_at > beat, timeout=30,
               what="the driver's next heartbeat")
 
         # A crash is transient: the restarted driver's run is running again, still idle.
@@ -269,8 +260,8 @@ def test_a_run_whose_source_has_no_data_is_running_idle_also_after_a_crash(
             supervision.runs_watch()
             return _fresh(run).driver_pid not in (None, killed)
 
-        _wait(restarted, timeout=60, what="the restart")
-        _wait(lambda: _fresh(run).status == RunStatus.RUNNING and
+        wait_for(restarted, timeout=60, what="the restart")
+        wait_for(lambda: _fresh(run).status == RunStatus.RUNNING and
               _fresh(run).driver_heartbeat_at > beat, timeout=240, what="running after the restart")
         assert _fresh(run).restarts == 1 and run.epochs.count() <= 1
         assert supervision.runs_watch() == []
@@ -278,7 +269,7 @@ def test_a_run_whose_source_has_no_data_is_running_idle_also_after_a_crash(
         # Entries written now are read, each once.
         for n in range(25):
             broker.xadd(stream, {"order_id": str(n), "amount": "1.5"})
-        _wait(lambda: _rows_read(run) >= 25, timeout=120, what="the entries to be read")
+        wait_for(lambda: _rows_read(run) >= 25, timeout=120, what="the entries to be read")
         assert _rows_read(run) == 25
         assert run_activity_of(run=_fresh(run)) == "processing"
     finally:

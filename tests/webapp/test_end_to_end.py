@@ -5,7 +5,6 @@ reconfiguration, stops it, and checks the sink against results computed from the
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -14,7 +13,7 @@ import psutil
 import pytest
 
 from tests.engine.runtime.jobs import window_job
-from tests.webapp.private_stack import PrivateStack, wait_for
+from tests.webapp.private_stack import LiveFeed, PrivateStack, wait_for
 from tests.webapp.sink_check import check_sink_is_exact
 
 pytestmark = pytest.mark.spark
@@ -27,33 +26,6 @@ def stack():
     # Its own job only: a demo run on Spark beside it would take CPU from the run it times.
     with PrivateStack(demo=False) as private:
         yield private
-
-
-class LiveFeed:
-    """A websocket client of the run's live channel, collecting every message in a thread."""
-
-    def __init__(self, stack: PrivateStack, token: str, run_id: int) -> None:
-        from websockets.sync.client import connect
-
-        self.messages: list[dict] = []
-        self.socket = connect(f"ws://127.0.0.1:{stack.port}/ws/runs/{run_id}/",
-                              additional_headers={"Authorization": f"Bearer {token}",
-                                                  "Origin": stack.url})
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        try:
-            for raw in self.socket:
-                self.messages.append(json.loads(raw))
-        except Exception:  # noqa: BLE001 - the socket closes when the test ends
-            return
-
-    def of_type(self, kind: str) -> list[dict]:
-        return [m for m in list(self.messages) if m.get("type") == kind]
-
-    def close(self) -> None:
-        self.socket.close()
 
 
 def _driver_pid(run_id: int) -> int:

@@ -5,7 +5,6 @@ Retry-After (never 500), and the run's driver and sink keep committing epochs.""
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import threading
 import time
@@ -14,7 +13,7 @@ from collections import Counter
 import psycopg2
 import pytest
 
-from tests.webapp.private_stack import PrivateStack, wait_for
+from tests.webapp.private_stack import LiveFeed, PrivateStack, wait_for
 from tests.webapp.support import run_alone
 from webapp.embedded.credentials import stored_password
 from webapp.embedded.postgres_server import postgres_url
@@ -118,7 +117,7 @@ def test_a_burst_holds_connections_and_the_run_keeps_writing():
         wait_for(lambda: _sink_epoch(dsn) >= 2 if _has_commits(dsn) else False, timeout=300,
                  what="the demo run's sink to commit epochs", interval=1.0)
         before = _sink_epoch(dsn)
-        feed = _live_feed(stack, api.token, run_id)
+        feed = LiveFeed(stack, api.token, run_id)
         sampler = ConnectionSampler(dsn)
         answers = run_alone(_burst(stack.port, api.token, run_id))
         most = sampler.stop()
@@ -138,27 +137,6 @@ def test_a_burst_holds_connections_and_the_run_keeps_writing():
         wait_for(lambda: sum(m.get("type") == "run.epoch" for m in feed.messages) >= 3,
                  timeout=60, what="three epochs on the live feed", interval=0.5)
         feed.socket.close()
-
-
-class _Feed:
-    def __init__(self, socket) -> None:
-        self.socket, self.messages = socket, []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        try:
-            for raw in self.socket:
-                self.messages.append(json.loads(raw))
-        except Exception:  # noqa: BLE001 - the socket closes when the test ends
-            return
-
-
-def _live_feed(stack: PrivateStack, token: str, run_id: int) -> _Feed:
-    from websockets.sync.client import connect
-
-    return _Feed(connect(f"ws://127.0.0.1:{stack.port}/ws/runs/{run_id}/",
-                         additional_headers={"Authorization": f"Bearer {token}",
-                                             "Origin": stack.url}))
 
 
 def _has_commits(dsn: str) -> bool:

@@ -17,7 +17,7 @@ from engine.runtime.driver.epoch_log import EpochLog
 from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
 from engine.runtime.io.sinks import clear_memory_sink
 from tests.engine.runtime.jobs import wait_epoch, window_job
-from tests.waiting import wait_until
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.spark
 
@@ -68,10 +68,10 @@ def test_a_host_outage_neither_fails_nor_slows_epochs_and_stop_still_works(
         time.sleep(0.05)
     up = request_reconfiguration(run.channel, kind="rescale", operator="counts", parallelism=3)
     run.channel.send({"request_id": "malformed", "kind": "explode"})
-    wait_until(lambda: run.parallelism()["counts"] == 3, timeout_s=60, what="the rescale")
+    wait_for(lambda: run.parallelism()["counts"] == 3, timeout=60, what="the rescale")
     during = run.last_epoch
     stop = request_reconfiguration(run.channel, kind="stop")
-    wait_until(lambda: _stop_planned(run.log), timeout_s=60,
+    wait_for(lambda: _stop_planned(run.log), timeout=60,
                what="an epoch planned to stop the run")
     assert run.failure() is None
     assert outage.refused > 0 and recorder.acks == [] and publisher.epochs == []

@@ -25,7 +25,7 @@ from tests.engine.runtime.engine_process import (
     wait_for_epoch_line,
 )
 from tests.engine.runtime.jobs import window_job
-from tests.waiting import wait_until
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.spark
 
@@ -48,7 +48,7 @@ def test_the_ack_of_an_epoch_that_ended_before_a_kill_is_sent_by_the_next_start(
         request = request_reconfiguration(channel, kind="rescale", operator="counts",
                                           parallelism=3)
         log = EpochLog(str(checkpoint / "epochs"))
-        applied = wait_until(lambda: _ended_with(log, request), timeout_s=60,
+        applied = wait_for(lambda: _ended_with(log, request), timeout=60,
                              what=f"an epoch that applied {request} and ended")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -29,17 +29,9 @@ class OperatorConfig:
     params: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (the epoch log and acks)."""
+        """JSON form (the epoch log and acks; ``epoch_plan`` reads it back)."""
         owners = None if self.owners is None else list(self.owners)
         return {"parallelism": self.parallelism, "owners": owners, "params": self.params}
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> OperatorConfig:
-        """Inverse of ``to_dict``."""
-        owners = doc.get("owners")
-        return cls(
-            int(doc["parallelism"]), None if owners is None else tuple(owners), dict(doc["params"])
-        )
 
 
 RunConfig = dict[str, OperatorConfig]

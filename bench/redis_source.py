@@ -38,7 +38,6 @@ from bench.throughput import run_vsn
 from bench.workload import KEYS, window_count_job
 from engine.runtime.api import start_run
 from engine.runtime.driver.metrics import CollectingPublisher
-from engine.runtime.io.sinks import clear_memory_sink
 from engine.runtime.io.sources import GeneratorSpec, generator_batch
 
 # A run's first epochs on the streams are slow while Spark warms up the data source's read
@@ -79,16 +78,19 @@ def fill_streams(spark: SparkSession, url: str, streams: list[str], rows: int,
     events.coalesce(1).foreachPartition(write)
 
 
-def stream_job(url: str, streams: list[str], rows_per_batch: int, parallelism: int,
-               sink: str) -> dict[str, Any]:
-    """The generator's window-count job with the Redis streams as its source."""
+def stream_job(url: str, streams: list[str], rows_per_batch: int,
+               parallelism: int) -> dict[str, Any]:
+    """The generator's window-count job with the Redis streams as its source: rows computed
+    and discarded, as the generator's run (``run_vsn``) does."""
     source = {
         "id": "events", "type": "source.redis_stream",
         "params": {"url": url, "streams": streams, "start": "earliest",
                    "max_entries_per_epoch": rows_per_batch, "schema": SCHEMA,
                    "time_field": "event_time"},
     }
-    return window_count_job(source, parallelism, sink)
+    job = window_count_job(source, parallelism, "bench_redis")
+    job["operators"][-1] = {"id": "out", "type": "sink.noop", "params": {}}
+    return job
 
 
 def run_redis(spark: SparkSession, url: str, rows_per_batch: int, epochs: int,
@@ -99,13 +101,12 @@ def run_redis(spark: SparkSession, url: str, rows_per_batch: int, epochs: int,
     try:
         fill_streams(spark, url, streams, rows_per_batch * epochs, rows_per_batch)
         with tempfile.TemporaryDirectory(prefix="bench-redis-") as checkpoint:
-            run = start_run(stream_job(url, streams, rows_per_batch, parallelism, "bench_redis"),
+            run = start_run(stream_job(url, streams, rows_per_batch, parallelism),
                             checkpoint=checkpoint, publisher=CollectingPublisher(), spark=spark,
                             trigger_ms=0, stop_after_epoch=epochs - 1)
             run.wait()
             assert run.failure() is None, run.failure()
             progress = [p for p in run.progress() if p["batchId"] < epochs]
-        clear_memory_sink("bench_redis")
         return [progress_ms(p) for p in progress[ROW_WARMUP:]]
     finally:
         with redis.Redis.from_url(url) as client:

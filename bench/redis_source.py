@@ -94,23 +94,17 @@ def stream_job(url: str, streams: list[str], rows_per_batch: int,
 
 
 def run_redis(spark: SparkSession, url: str, rows_per_batch: int, epochs: int,
-              parallelism: int, count: int) -> list[float]:
-    """Fills ``count`` fresh streams, runs the job over them, returns steady epochs'
+              parallelism: int, streams: list[str]) -> list[float]:
+    """Runs the job over ``streams`` from their first entry, returns steady epochs'
     durations (ms)."""
-    streams = [f"bench:{uuid.uuid4().hex[:8]}:{i}" for i in range(count)]
-    try:
-        fill_streams(spark, url, streams, rows_per_batch * epochs, rows_per_batch)
-        with tempfile.TemporaryDirectory(prefix="bench-redis-") as checkpoint:
-            run = start_run(stream_job(url, streams, rows_per_batch, parallelism),
-                            checkpoint=checkpoint, publisher=CollectingPublisher(), spark=spark,
-                            trigger_ms=0, stop_after_epoch=epochs - 1)
-            run.wait()
-            assert run.failure() is None, run.failure()
-            progress = [p for p in run.progress() if p["batchId"] < epochs]
-        return [progress_ms(p) for p in progress[ROW_WARMUP:]]
-    finally:
-        with redis.Redis.from_url(url) as client:
-            client.delete(*streams)
+    with tempfile.TemporaryDirectory(prefix="bench-redis-") as checkpoint:
+        run = start_run(stream_job(url, streams, rows_per_batch, parallelism),
+                        checkpoint=checkpoint, publisher=CollectingPublisher(), spark=spark,
+                        trigger_ms=0, stop_after_epoch=epochs - 1)
+        run.wait()
+        assert run.failure() is None, run.failure()
+        progress = [p for p in run.progress() if p["batchId"] < epochs]
+    return [progress_ms(p) for p in progress[ROW_WARMUP:]]
 
 
 def measure_redis_row(spark: SparkSession, rows_per_batch: int = 50_000, epochs: int = 16,
@@ -126,9 +120,17 @@ def measure_redis_row(spark: SparkSession, rows_per_batch: int = 50_000, epochs:
     started = time.monotonic()
     figures: dict[str, Any] = {"rows_per_batch": rows_per_batch}
     for count in STREAM_COUNTS:
-        redis_ms, generator_ms = alternating_rounds(
-            partial(run_redis, spark, url, rows_per_batch, epochs, parallelism, count),
-            generator, rounds)
+        # Filled once: every run reads the same entries from the first, with its own
+        # checkpoint.
+        streams = [f"bench:{uuid.uuid4().hex[:8]}:{i}" for i in range(count)]
+        try:
+            fill_streams(spark, url, streams, rows_per_batch * epochs, rows_per_batch)
+            redis_ms, generator_ms = alternating_rounds(
+                partial(run_redis, spark, url, rows_per_batch, epochs, parallelism, streams),
+                generator, rounds)
+        finally:
+            with redis.Redis.from_url(url) as client:
+                client.delete(*streams)
         side = side_by_side(rows_per_batch, ("redis", redis_ms), ("generator", generator_ms),
                             ratio="redis_vs_generator")
         figures.update({f"{name}_{count}": value for name, value in side.items()})

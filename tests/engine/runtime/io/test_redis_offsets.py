@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from engine.runtime.io.broker import redis_offsets
 from engine.runtime.io.broker.redis_offsets import (
     BrokerUnavailable,
     advance,
@@ -94,5 +95,21 @@ def test_lag_stays_exact_when_the_producer_trims_the_stream(
     fill(client, streams[0], 0, 100)
     spec = spec_of(streams[:1])
     end = advance(client, spec, initial_offset(client, spec), cap=30)
-    client.xtrim(streams[0], maxlen=50)  # 20 read entries and none of the 70 unread remain
-    assert stream_lags(client, end) == {streams[0]: 70}
+    client.xtrim(streams[0], maxlen=50, approximate=False)  # the 30 read and 20 unread gone
+    assert stream_lags(client, end) == {streams[0]: 50}
+
+
+def test_an_epoch_spanning_several_reads_and_a_lag_past_the_exact_limit(
+    client: redis.Redis, streams: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(redis_offsets, "_COUNT_CHUNK", 7)
+    monkeypatch.setattr(redis_offsets, "LAG_EXACT_LIMIT", 20)
+    ids = fill(client, streams[0], 0, 100)
+    spec = spec_of(streams[:1])
+    end = advance(client, spec, initial_offset(client, spec), cap=30)
+    assert end["streams"][streams[0]] == {"id": ids[29], "n": 30}
+    assert stream_lags(client, end) == {streams[0]: 70}  # from the length, no walk
+    near = advance(client, spec, end, cap=65)
+    assert stream_lags(client, near) == {streams[0]: 5}  # counted
+    client.xtrim(streams[0], maxlen=50, approximate=False)  # 20 unread gone: a lower bound
+    assert stream_lags(client, end) == {streams[0]: 20}

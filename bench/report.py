@@ -61,7 +61,16 @@ def _equal(figure: str, value: Any) -> Target:
 
 
 TARGETS: dict[str, dict[str, Target]] = {
-    "throughput": {"ratio": _at_least("ratio", 1.5)},
+    "throughput": {
+        "ratio": _at_least("ratio", 1.5),
+        "redis_stream.redis_vs_generator": Target(
+            ">= 0.8", lambda r: r["redis_stream"]["redis_vs_generator"] >= 0.8),
+    },
+    "throughput-redis_stream": {
+        "redis_vs_generator": _at_least("redis_vs_generator", 0.8),
+        "redis_vs_generator_2": _at_least("redis_vs_generator_2", 0.8),
+        "redis_vs_generator_8": _at_least("redis_vs_generator_8", 0.8),
+    },
     "state": {
         "vsn_growth": _at_most("vsn_growth", 1.3),
         "redis_growth": _at_most("redis_growth", 1.3),

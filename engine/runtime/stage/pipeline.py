@@ -155,9 +155,10 @@ class EpochPipeline:
                 # which would cost the driver a plan step and every row an accumulator.
                 self._counted[op_id] = self.source_counts[op_id]
                 return rows
-            if op.type in BROKER_SOURCES:
+            if op.type in BROKER_SOURCES and self._jobs_reading(op_id) > 1:
                 # Several of the epoch's Spark jobs read the source; a broker is read once,
-                # the rows are kept on the executors for the epoch.
+                # the rows are kept on the executors for the epoch. Read by one job, they
+                # are not: a cache would copy every row once more.
                 rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
                 self._cached.append(rows)
             rows = self._observe(op_id, rows)
@@ -264,6 +265,14 @@ class EpochPipeline:
         if DEAD_LETTER in df.columns:  # a broker source: count and sample its dead letters
             return df.observe(observation, _row_count(), *dead_letter_aggregates())
         return df.observe(observation, _row_count())
+
+    def _jobs_reading(self, op_id: str) -> int:
+        """How many of the epoch's Spark jobs compute ``op_id``'s rows: one per path from
+        it through stateless operators to a keyed operator or a sink (their actions; a
+        keyed operator's output is kept for what follows it)."""
+        return sum(self._jobs_reading(child)
+                   if self.graph.operator(child).type in STATELESS_TYPES else 1
+                   for child in self.graph.children(op_id))
 
     def _upstream_of(self, op_ids: list[str]) -> set[str]:
         """The operators an action of ``op_ids`` computes: the stateless ones and sources

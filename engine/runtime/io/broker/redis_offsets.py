@@ -4,14 +4,18 @@ An offset is ``{"op": <source id>, "streams": {<stream>: {"id": <last entry id r
 "n": <entries up to it>}}}``. The epoch's logged plan keeps it (``taken.EntriesTaken``), so
 a replayed epoch reads exactly the entries in ``(start id, end id]`` again (entries the
 stream trimmed away meanwhile are gone for the replay too). The lag behind the tail is
-counted on the server, exactly up to ``LAG_EXACT_LIMIT`` entries per stream; beyond that
-it is estimated as ``XLEN - n``, which is exact while the stream is not trimmed.
+``XLEN - n`` when that is ``LAG_EXACT_LIMIT`` or more (a lower bound, exact while the stream
+is not trimmed), else counted exactly.
+
+Entries are walked with plain ``XRANGE`` replies as the server sends them, not in a script:
+a script's ``XRANGE`` turns every field of every entry into a Lua value, which costs the
+single-threaded server several times what sending the reply does.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import redis
@@ -22,20 +26,13 @@ from engine.runtime.io.taken import Offset
 
 T = TypeVar("T")
 READ_CHUNK = 10_000
-# Entries one script call walks: Redis runs scripts alone, so a call must stay short
-# (about a millisecond per thousand entries) for the other clients of a shared server.
-_COUNT_CHUNK = 10_000
-# The lag is counted exactly (one script call) up to this many entries; beyond, it is the
-# stream's length less the entries before the offset (exact unless the stream was trimmed
-# since), so a lag of millions costs one call per epoch, not hundreds.
+# Entries one XRANGE call walks: the server runs one command at a time, so a call must
+# stay short for the other clients of a shared server.
+_COUNT_CHUNK = READ_CHUNK
+# The lag is counted exactly below this many entries; from it on, the stream's length less
+# the entries before the offset is the lag (exact unless the stream was trimmed since, and
+# never above it), so a lag of millions costs one call per epoch, not hundreds.
 LAG_EXACT_LIMIT = _COUNT_CHUNK
-# Counts up to ARGV[2] entries after ARGV[1] and returns (count, last id) without sending
-# the entries themselves back to the driver.
-_ADVANCE_LUA = """
-local r = redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', tonumber(ARGV[2]))
-if #r == 0 then return {0, ''} end
-return {#r, r[#r][1]}
-"""
 
 
 class BrokerUnavailable(StreamRuntimeError):
@@ -79,56 +76,59 @@ def initial_offset(client: redis.Redis, spec: StreamSpec) -> Offset:
 def advance(client: redis.Redis, spec: StreamSpec, start: Offset, cap: int | None) -> Offset:
     """The end offset of the next epoch: every new entry, or at most ``cap`` in all,
     shared between the streams (a stream's unused share goes to the next ones)."""
-    script = client.register_script(_ADVANCE_LUA)
     streams = {}
     budget = cap
     for index, stream in enumerate(spec.streams):
         position = start["streams"].get(stream) or {"id": "0-0", "n": 0}
         share = None if budget is None else -(-budget // (len(spec.streams) - index))
-        count, last = _advance_one(script, stream, position["id"], share)
+        count, last = _advance_one(client, stream, position["id"], share)
         streams[stream] = {"id": last or position["id"], "n": position["n"] + count}
         if budget is not None:
             budget -= count
     return {"op": spec.op_id, "streams": streams}
 
 
-def _advance_one(script: Any, stream: str, after: str, share: int | None) -> tuple[int, str]:
+def _advance_one(client: redis.Redis, stream: str, after: str,
+                 share: int | None) -> tuple[int, str]:
+    """Entries of ``stream`` after ``after`` (at most ``share``) and the last one's id."""
     total, last = 0, ""
     while share is None or total < share:
         chunk = _COUNT_CHUNK if share is None else min(_COUNT_CHUNK, share - total)
-        count, found = script(keys=[stream], args=[f"({last or after}", chunk])
-        if int(count) == 0:
+        entries = read_chunk(client, stream, last or after, "+", count=chunk)
+        if not entries:
             break
-        total += int(count)
-        last = found.decode() if isinstance(found, bytes) else str(found)
-        if int(count) < chunk:
+        total += len(entries)
+        last = entries[-1][0].decode()
+        if len(entries) < chunk:
             break
     return total, last
 
 
-def read_range(
-    client: redis.Redis, stream: str, after: str, until: str
-) -> Iterator[tuple[str, dict[bytes, bytes]]]:
-    """The entries of ``stream`` with ids in ``(after, until]``, oldest first."""
-    cursor = after
-    while True:
-        entries: Any = client.xrange(stream, f"({cursor}", until, count=READ_CHUNK)
-        for entry_id, fields in entries:
-            yield entry_id.decode(), fields
-        if len(entries) < READ_CHUNK:
-            return
-        cursor = entries[-1][0].decode()
+def read_chunk(client: redis.Redis, stream: str, after: str, until: str,
+               count: int = READ_CHUNK) -> list[Any]:
+    """Up to ``count`` entries of ``stream`` with ids in ``(after, until]``, oldest first, as
+    the server sends them: ``[id, [name, value, name, value...]]``, nothing decoded (the
+    reader decodes a whole chunk at once)."""
+    client.set_response_callback("XRANGE", _as_sent)
+    entries: Any = client.xrange(stream, f"({after}", until, count=count)
+    return list(entries)
+
+
+def _as_sent(response: Any, **_options: Any) -> Any:
+    return response
 
 
 def stream_lags(client: redis.Redis, offset: Offset) -> dict[str, int]:
     """Entries behind each stream's tail after ``offset`` (0 once caught up)."""
-    script = client.register_script(_ADVANCE_LUA)
     lags = {}
     for stream, position in offset["streams"].items():
-        behind = _advance_one(script, stream, position["id"], LAG_EXACT_LIMIT)[0]
-        if behind >= LAG_EXACT_LIMIT:
-            behind = max(behind, _length(client, stream) - int(position["n"]))
-        lags[stream] = behind
+        at_least = _length(client, stream) - int(position["n"])  # fewer if trimmed, never more
+        if at_least >= LAG_EXACT_LIMIT:
+            lags[stream] = at_least
+        else:
+            lags[stream] = _advance_one(client, stream, position["id"], LAG_EXACT_LIMIT)[0]
+            if lags[stream] >= LAG_EXACT_LIMIT:
+                lags[stream] = max(lags[stream], at_least)
     return lags
 
 
@@ -143,5 +143,4 @@ def _length(client: redis.Redis, stream: str) -> int:
 
 
 def _count_after(client: redis.Redis, stream: str, after: str) -> int:
-    script = client.register_script(_ADVANCE_LUA)
-    return _advance_one(script, stream, after, None)[0]
+    return _advance_one(client, stream, after, None)[0]

@@ -10,23 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from functools import partial
-from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from engine.runtime.io.broker.columnar import entries_batch
 from engine.runtime.io.broker.redis_offsets import (
+    READ_CHUNK,
     advance,
     initial_offset,
-    read_range,
+    read_chunk,
     with_reconnect,
 )
-from engine.runtime.io.broker.spec import StreamSpec, decode_entry
+from engine.runtime.io.broker.spec import StreamSpec
 from engine.runtime.io.taken import EntriesTaken
-
-BATCH_ROWS = 10_000
 
 
 def take_entries(spec: StreamSpec, previous: EntriesTaken | None) -> EntriesTaken:
@@ -56,33 +55,24 @@ def stream_rows(spark: SparkSession, spec: StreamSpec, taken: EntriesTaken) -> D
 
 def _read_ranges(spec: StreamSpec, ranges: Sequence[tuple[str, str, str]], schema: StructType,
                  batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: the entries of the ranges whose index this partition holds."""
+    """mapInArrow body: the entries of the ranges whose index this partition holds, one
+    record batch per chunk read."""
+    arrow = to_arrow_schema(schema, timezone="UTC")  # as Spark expects it: micros, UTC
     for batch in batches:
         for index in batch.column(0).to_pylist():
-            stream, after, until = ranges[index]
-            entries = with_reconnect(spec, f"reading stream {stream!r}",
-                                     partial(_entries, stream=stream, after=after, until=until))
-            rows = [decode_entry(spec, entry_id, fields) for entry_id, fields in entries]
-            for first in range(0, len(rows), BATCH_ROWS):
-                yield rows_to_batch(rows[first:first + BATCH_ROWS], schema)
-
-
-def _entries(client: Any, *, stream: str, after: str, until: str) -> list[Any]:
-    return list(read_range(client, stream, after, until))
+            stream, cursor, until = ranges[index]
+            while True:
+                entries = with_reconnect(spec, f"reading stream {stream!r}", partial(
+                    read_chunk, stream=stream, after=cursor, until=until))
+                if entries:
+                    yield entries_batch(spec, [e[0] for e in entries], [e[1] for e in entries],
+                                        arrow)
+                if len(entries) < READ_CHUNK:
+                    break
+                cursor = entries[-1][0].decode()
 
 
 def _schema(spec: StreamSpec) -> StructType:
     schema = StructType.fromDDL(spec.ddl())
     assert isinstance(schema, StructType)
     return schema
-
-
-def rows_to_batch(rows: Sequence[tuple[Any, ...]], schema: StructType) -> pa.RecordBatch:
-    """Decoded rows as one Arrow record batch of the source's schema (as Spark expects it:
-    timestamps in microseconds, UTC)."""
-    arrow = to_arrow_schema(schema, timezone="UTC")
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(arrow)
-    return pa.RecordBatch.from_arrays(
-        [pa.array(list(values), type=field.type) for values, field in zip(columns, arrow,
-                                                                            strict=True)],
-        schema=arrow)

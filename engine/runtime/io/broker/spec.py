@@ -18,14 +18,17 @@ from typing import Any
 from engine.dag.secrets import masked_url
 from engine.runtime.errors import StreamRuntimeError
 
-__all__ = ["DEAD_LETTER", "ENTRY_TIME", "EntryError", "StreamSpec", "decode_entry", "entry_time",
-           "masked_url", "resolve_url"]
+__all__ = ["DEAD_LETTER", "ENTRY_TIME", "FLOAT_KINDS", "INT_KINDS", "EntryError", "StreamSpec",
+           "decode_entry", "entry_time", "masked_url", "resolve_url"]
 
 DEAD_LETTER = "__dead_letter"
 ENTRY_TIME = "event_time"  # the column of the entry id's time when no time field is given
 
-_INTS = frozenset({"long", "int", "integer", "bigint", "short", "smallint", "byte", "tinyint"})
-_FLOATS = frozenset({"double", "float"})
+# Bits of each integer type: a value out of its range is a dead letter, not a failed epoch.
+_INT_BITS = {"long": 64, "bigint": 64, "int": 32, "integer": 32, "short": 16, "smallint": 16,
+             "byte": 8, "tinyint": 8}
+INT_KINDS = frozenset(_INT_BITS)
+FLOAT_KINDS = frozenset({"double", "float"})
 
 
 class EntryError(ValueError):
@@ -139,11 +142,14 @@ def _typed(name: str, kind: str, value: Any) -> Any:
     if value is None:
         return None
     try:
-        if kind in _INTS:
+        if kind in INT_KINDS:
             if isinstance(value, (bool, float)):
                 raise ValueError
-            return int(value)
-        if kind in _FLOATS:
+            number, bound = int(value), 2 ** (_INT_BITS[kind] - 1)
+            if not -bound <= number < bound:
+                raise ValueError
+            return number
+        if kind in FLOAT_KINDS:
             if isinstance(value, bool):
                 raise ValueError
             return float(value)

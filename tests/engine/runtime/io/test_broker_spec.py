@@ -50,6 +50,7 @@ def test_json_payload_with_a_time_field_adds_no_entry_time() -> None:
 
 @pytest.mark.parametrize(("entry", "error"), [
     ({**GOOD, "user": "seven"}, "field 'user': 'seven' is not a long"),
+    ({**GOOD, "user": str(2**63)}, f"field 'user': '{2**63}' is not a long"),
     ({**GOOD, "at": "yesterday"}, "field 'at': 'yesterday' is not a timestamp"),
     ({**GOOD, "ok": "maybe"}, "field 'ok': 'maybe' is not a boolean"),
     ({k: v for k, v in GOOD.items() if k != "price"}, "missing field 'price'"),

@@ -9,11 +9,12 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from engine.runtime.io.broker import redis_offsets
 from engine.runtime.io.broker.redis_offsets import (
     BrokerUnavailable,
     advance,
     initial_offset,
-    read_range,
+    read_chunk,
     stream_lags,
     with_reconnect,
 )
@@ -64,8 +65,10 @@ def test_the_cap_is_shared_and_an_epoch_reads_exactly_its_range(
     end = advance(client, spec, start, cap=20)  # a has only 3: b gets the rest of the cap
     assert end["streams"] == {streams[0]: {"id": a_ids[-1], "n": 3},
                               streams[1]: {"id": b_ids[16], "n": 17}}
-    read = [int(f[b"n"]) for _, f in read_range(client, streams[1], "0-0",
-                                                end["streams"][streams[1]]["id"])]
+    until = end["streams"][streams[1]]["id"]
+    first = read_chunk(client, streams[1], "0-0", until, count=10)
+    rest = read_chunk(client, streams[1], first[-1][0].decode(), until, count=10)
+    read = [int(dict(zip(f[0::2], f[1::2], strict=True))[b"n"]) for _, f in first + rest]
     assert read == list(range(100, 117))
     assert stream_lags(client, end) == {streams[0]: 0, streams[1]: 33}
     fill(client, streams[0], 3, 2)  # new entries after the end are the next epoch's
@@ -92,5 +95,21 @@ def test_lag_stays_exact_when_the_producer_trims_the_stream(
     fill(client, streams[0], 0, 100)
     spec = spec_of(streams[:1])
     end = advance(client, spec, initial_offset(client, spec), cap=30)
-    client.xtrim(streams[0], maxlen=50)  # 20 read entries and none of the 70 unread remain
-    assert stream_lags(client, end) == {streams[0]: 70}
+    client.xtrim(streams[0], maxlen=50, approximate=False)  # the 30 read and 20 unread gone
+    assert stream_lags(client, end) == {streams[0]: 50}
+
+
+def test_an_epoch_spanning_several_reads_and_a_lag_past_the_exact_limit(
+    client: redis.Redis, streams: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(redis_offsets, "_COUNT_CHUNK", 7)
+    monkeypatch.setattr(redis_offsets, "LAG_EXACT_LIMIT", 20)
+    ids = fill(client, streams[0], 0, 100)
+    spec = spec_of(streams[:1])
+    end = advance(client, spec, initial_offset(client, spec), cap=30)
+    assert end["streams"][streams[0]] == {"id": ids[29], "n": 30}
+    assert stream_lags(client, end) == {streams[0]: 70}  # from the length, no walk
+    near = advance(client, spec, end, cap=65)
+    assert stream_lags(client, near) == {streams[0]: 5}  # counted
+    client.xtrim(streams[0], maxlen=50, approximate=False)  # 20 unread gone: a lower bound
+    assert stream_lags(client, end) == {streams[0]: 20}

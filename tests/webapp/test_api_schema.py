@@ -217,3 +217,9 @@ def test_a_whole_number_written_with_a_fraction_is_a_whole_number(token_client, 
     assert refused.status_code == 400
     assert refused.json()["problems"] == [{"where": "field min",
                                            "message": "must be a whole number"}]
+
+
+def test_the_document_says_a_job_graph_may_leave_its_name_out(client):
+    """The engine names it "unnamed": a document without a name is taken, as the schema says."""
+    dag = client.get("/api/schema").json()["components"]["schemas"]["DagDocument"]
+    assert "name" not in dag["required"] and dag["properties"]["name"]["default"] == "unnamed"

@@ -14,12 +14,23 @@ Figures (what a user waits for):
   the backlog is about what arrives during one epoch, and it grows while epochs lengthen;
 - `run_offered` / `run_consumed`: the rows the run's sources offered and the rows its epochs
   took, summed over the epochs after the one at the start of the load up to the one at its
-  end; about equal when the run kept up.
+  end; about equal when the run kept up;
+- `run_keeps_up`: whether the run kept up with its sources during the load: at least one
+  epoch ended, its epochs took at least `KEPT_UP_SHARE` of the rows offered in them
+  (`run_consumed >= KEPT_UP_SHARE * run_offered`), and its backlog grew by no more than one
+  epoch's arrivals (`run_backlog_growth` at most the rows offered in the busiest of those
+  epochs). An epoch takes what arrived while the one before ran, so a run that keeps up
+  takes about what it is offered, and its backlog stays within one epoch's arrivals.
+
+The context (not figures) says how busy the machine was (its load average before and after
+the load), the cores the web server and the rest of the stack (the run, the databases, the
+workers) used during the load, and the web server's CPU per answered request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from collections import Counter
@@ -30,6 +41,7 @@ import psutil
 from tests.webapp.private_stack import ApiClient, PrivateStack, wait_for
 
 REQUEST_TIMEOUT_S = 30.0
+KEPT_UP_SHARE = 0.9
 
 
 def measure(*, clients: int = 50, seconds: float = 30.0) -> dict[str, Any]:
@@ -44,16 +56,17 @@ def measure(*, clients: int = 50, seconds: float = 30.0) -> dict[str, Any]:
         before = api.get(f"/api/runs/{run_id}")
         paths = [f"/api/runs/{run_id}", f"/api/jobs/{job_id}"]
         _progress(f"{clients} clients for {seconds:.0f} s at epoch {before['epoch']}")
-        web = _web_server(stack)
-        cpu_before = _cpu_s(web)
+        load_before = os.getloadavg()[0]
+        web_before, stack_before = _cpu_s(_web_server(stack)), _cpu_s(_stack(stack))
         latencies, errors, elapsed = asyncio.run(
             _load(stack.port, api.token, paths, clients=clients, seconds=seconds))
-        cpu_ms = (_cpu_s(web) - cpu_before) * 1000.0 / max(1, len(latencies))
+        web_s = _cpu_since(_web_server(stack), web_before)
+        stack_s = _cpu_since(_stack(stack), stack_before)
         after = api.get(f"/api/runs/{run_id}")
-        load_taken = _offered_and_consumed(api, run_id, before["epoch"], after["epoch"])
-        _progress(f"load done at epoch {after['epoch']}; run status {after['status']}; "
-                  f"web server CPU {cpu_ms:.2f} ms per answered request")
+        taken = _offered_and_consumed(api, run_id, before["epoch"], after["epoch"])
+        _progress(f"load done at epoch {after['epoch']}; run status {after['status']}")
     ordered = sorted(latencies)
+    growth = _backlog(after) - _backlog(before)
     return {
         "clients": clients,
         "requests": len(latencies) + errors,
@@ -61,9 +74,26 @@ def measure(*, clients: int = 50, seconds: float = 30.0) -> dict[str, Any]:
         "p50_ms": _pct(ordered, 50),
         "p99_ms": _pct(ordered, 99),
         "errors": errors,
-        "run_backlog_growth": _backlog(after) - _backlog(before),
-        **load_taken,
+        "run_backlog_growth": growth,
+        "run_offered": taken["offered"],
+        "run_consumed": taken["consumed"],
+        "run_keeps_up": run_keeps_up(backlog_growth=growth, **taken),
+        "context": {
+            "load_average_before": round(load_before, 1),
+            "load_average_after": round(os.getloadavg()[0], 1),
+            "run_epochs": taken["epochs"],
+            "web_cores": round(web_s / elapsed, 2),
+            "rest_of_stack_cores": round((stack_s - web_s) / elapsed, 2),
+            "web_cpu_ms_per_request": round(web_s * 1000.0 / max(1, len(latencies)), 2),
+        },
     }
+
+
+def run_keeps_up(*, epochs: int, offered: int, consumed: int, busiest_epoch: int,
+                 backlog_growth: int) -> bool:
+    """Whether the run kept up during the load (``run_keeps_up`` in the docstring)."""
+    return (epochs >= 1 and consumed >= KEPT_UP_SHARE * offered
+            and backlog_growth <= busiest_epoch)
 
 
 def _demo_run(api: ApiClient) -> tuple[int, int]:
@@ -78,12 +108,39 @@ def _web_server(stack: PrivateStack) -> list[psutil.Process]:
     """The web server's processes (a server may run several workers)."""
     assert stack.process is not None
     children = psutil.Process(stack.process.pid).children(recursive=True)
-    servers = [p for p in children if "webapp.asgi:application" in " ".join(p.cmdline())]
+    servers = [p for p in children if "webapp.asgi:application" in _cmdline(p)]
     return servers + [w for p in servers for w in p.children(recursive=True)]
 
 
-def _cpu_s(processes: list[psutil.Process]) -> float:
-    return sum(sum(p.cpu_times()[:2]) for p in processes)
+def _cmdline(process: psutil.Process) -> str:
+    """The command line, empty for a child that has exited meanwhile (a finished step)."""
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:
+        return ""
+
+
+def _stack(stack: PrivateStack) -> list[psutil.Process]:
+    """Every process of the stack: the web server, the run's driver and Spark, the workers,
+    the embedded databases."""
+    assert stack.process is not None
+    return psutil.Process(stack.process.pid).children(recursive=True)
+
+
+def _cpu_s(processes: list[psutil.Process]) -> dict[int, float]:
+    """CPU seconds each of ``processes`` has used so far, by pid."""
+    used = {}
+    for process in processes:
+        try:
+            used[process.pid] = sum(process.cpu_times()[:2])
+        except psutil.Error:  # ended meanwhile (a step, a restarted child)
+            pass
+    return used
+
+
+def _cpu_since(processes: list[psutil.Process], before: dict[int, float]) -> float:
+    """CPU seconds ``processes`` used since ``before`` (all of it, for one started since)."""
+    return sum(s - before.get(pid, 0.0) for pid, s in _cpu_s(processes).items())
 
 
 def _backlog(run: dict[str, Any]) -> int:
@@ -91,11 +148,15 @@ def _backlog(run: dict[str, Any]) -> int:
 
 
 def _offered_and_consumed(api: ApiClient, run_id: int, first: int, last: int) -> dict[str, int]:
-    """Rows offered and consumed by the run's sources in epochs first+1 .. last."""
+    """The epochs first+1 .. last: how many, the rows their sources offered and consumed,
+    and the most rows offered in any one of them."""
     epochs = api.get(f"/api/runs/{run_id}/metrics?since_epoch={first + 1}")["epochs"]
-    sources = [s for e in epochs if e["epoch"] <= last for s in e["sources"].values()]
-    return {"run_offered": sum(int(s.get("offered") or 0) for s in sources),
-            "run_consumed": sum(int(s.get("consumed") or 0) for s in sources)}
+    offered = [[int(s.get("offered") or 0) for s in e["sources"].values()]
+               for e in epochs if e["epoch"] <= last]
+    consumed = [int(s.get("consumed") or 0)
+                for e in epochs if e["epoch"] <= last for s in e["sources"].values()]
+    return {"epochs": len(offered), "offered": sum(map(sum, offered)),
+            "consumed": sum(consumed), "busiest_epoch": max(map(sum, offered), default=0)}
 
 
 async def _load(port: int, token: str, paths: list[str], *, clients: int, seconds: float):

@@ -94,6 +94,10 @@ TARGETS: dict[str, dict[str, Target]] = {
         "request_to_applied_ms_p99": _at_most("request_to_applied_ms_p99", 1500),
         "ws_delivery_ms_p99": _below("ws_delivery_ms_p99", 100),
     },
+    "api": {
+        "p99_ms": _below("p99_ms", 250),
+        "run_keeps_up": _equal("run_keeps_up", True),
+    },
     "autoscale": {
         "detect_epochs": _at_most("detect_epochs", 5),
         "decisions": _at_most("decisions", 2),

@@ -7,16 +7,16 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 # Names this process's database connections (pg_stat_activity.application_name).
 os.environ["PGAPPNAME"] = "streamscale-web"
 
-from django.core.asgi import get_asgi_application  # noqa: E402
+import django  # noqa: E402
 
-django_asgi = get_asgi_application()
+django.setup(set_prefix=False)  # as get_asgi_application(): the prefix comes with each request
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from webapp.bounded import BoundedWorkers, connect_thread  # noqa: E402
+from webapp.bounded import BoundedWorkers, ThreadedDjango, connect_thread  # noqa: E402
 from webapp.live.auth import BearerTokenWebsocketMiddleware  # noqa: E402
 from webapp.live.origin import SameOriginWebsocketValidator  # noqa: E402
 from webapp.live.routing import websocket_urlpatterns  # noqa: E402
@@ -39,7 +39,7 @@ if _prepare:
 application = ProtocolTypeRouter(
     {
         "http": ASGIStaticFilesHandler(BoundedWorkers(
-            django_asgi, threads=settings.WEB_THREADS, queue=settings.WEB_QUEUE,
+            ThreadedDjango(), threads=settings.WEB_THREADS, queue=settings.WEB_QUEUE,
             wait_s=settings.WEB_QUEUE_WAIT_S, connect=connect_thread if _prepare else None)),
         "websocket": SameOriginWebsocketValidator(
             AuthMiddlewareStack(BearerTokenWebsocketMiddleware(URLRouter(websocket_urlpatterns)))

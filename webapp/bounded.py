@@ -8,6 +8,10 @@ open between requests (`CONN_MAX_AGE`, checked by `CONN_HEALTH_CHECKS`).
 `BoundedWorkers(connect=connect_thread)` opens them as the server starts, so that no request
 waits for one to be made.
 
+`ThreadedDjango` is the Django application such a thread runs: each request's middleware and
+view as one synchronous call, as under WSGI, rather than Django's ASGI handler's hops between
+the thread and the event loop.
+
 A request waits for a free thread in arrival order. When `queue` requests are already waiting,
 or a request has waited `wait_s`, it is answered at once with 503 and `Retry-After` (JSON under
 /api/) instead of piling up: the answer costs no thread and no connection.
@@ -21,7 +25,13 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from asgiref.sync import ThreadSensitiveContext
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
+from django.core.handlers.base import BaseHandler
+from django.http import HttpResponse
+from django.urls import set_script_prefix
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -46,6 +56,50 @@ def _close_thread_connection() -> None:
     from django.db import connection
 
     connection.close()
+
+
+class ThreadedDjango(ASGIHandler):
+    """Django's ASGI handler with its middleware loaded for synchronous calls: a request's
+    signals, middleware and view run in one call on the request's thread, its answer is
+    sent from the event loop, and it is closed on its thread again.
+
+    Django's own handler loads the middleware for asynchronous calls: with our synchronous
+    middleware around its asynchronous core, a request crosses between its thread and the
+    event loop six times (the start signal, into the middleware, out to the core, in to the
+    view, back out, the closing), each crossing a wake-up of the other side with the
+    interpreter lock changing hands.
+    A client's disconnect no longer cancels the view: a synchronous view runs to its end
+    whatever its caller does.
+    """
+
+    def __init__(self) -> None:
+        BaseHandler.__init__(self)
+        self.load_middleware(is_async=False)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        try:
+            response = await sync_to_async(self._respond, thread_sensitive=True)(
+                scope, body_file)
+            try:
+                await self.send_response(response, send)
+            finally:
+                await sync_to_async(response.close, thread_sensitive=True)()
+        finally:
+            body_file.close()
+
+    def _respond(self, scope: Scope, body_file: Any) -> HttpResponse:
+        set_script_prefix(get_script_prefix(scope))
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, refusal = self.create_request(scope, body_file)
+        if request is None:
+            return refusal
+        response = self.get_response(request)
+        response._handler_class = self.__class__  # type: ignore[attr-defined]
+        return response
 
 
 class BoundedWorkers:

@@ -91,7 +91,7 @@ def load_config(environ: Mapping[str, str] | None = None) -> Config:
                              default=not debug and not _loopback_only(allowed_hosts)),
         state_redis_url=state_redis_url,
         run_start_timeout_s=_positive_int(env, "RUN_START_TIMEOUT_S", default=300),
-        web_workers=_positive_int(env, "WEB_WORKERS", default=2),
+        web_workers=_positive_int(env, "WEB_WORKERS", default=1),
         web_threads=_positive_int(env, "WEB_THREADS", default=4),
         web_queue=_positive_int(env, "WEB_QUEUE", default=256),
         metrics_full_resolution_s=_positive_int(env, "METRICS_FULL_RESOLUTION_S", default=3600),

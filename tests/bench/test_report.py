@@ -104,3 +104,13 @@ def test_write_report_replaces_the_file(tmp_path: Path) -> None:
     text = path.read_text()
     assert text.startswith("# Benchmarks\n") and "lab notebook" not in text
     assert "| control | `ws_delivery_ms_p99` | 120.0 | < 100 | no |" in text
+
+
+def test_the_api_reads_are_held_to_their_latency_and_to_the_run_keeping_up(
+        tmp_path: Path) -> None:
+    _keep(tmp_path, "api", {"p99_ms": 249.9, "run_keeps_up": False}, "python -m bench api")
+
+    rows = _rows(build_report(tmp_path))
+
+    assert rows[("api", "p99_ms")][:3] == ["249.9", "< 250", "yes"]
+    assert rows[("api", "run_keeps_up")][:3] == ["false", "true", "no"]

@@ -170,3 +170,56 @@ def test_a_refused_token_has_the_error_shape(client, header, message):
     assert answer.status_code == 401
     assert answer.json() == {"error": message, "problems": [
         {"where": "header Authorization", "message": message}]}
+
+
+def test_the_document_says_which_reconfigurations_need_a_reason(client):
+    """A kind that needs a reason says so in the schema (a character other than white space),
+    so that bodies generated from the document are taken; the others leave it optional."""
+    schemas = client.get("/api/schema").json()["components"]["schemas"]
+    for needed in ("RescaleBody", "ScaleBody", "RollbackBody"):
+        reason = schemas[needed]["properties"]["reason"]
+        assert "reason" in schemas[needed]["required"], needed
+        assert (reason["minLength"], reason["pattern"]) == (1, r"\S"), needed
+        assert re.search(reason["pattern"], " x ") and not re.search(reason["pattern"], " \t")
+    for optional in ("RebalanceBody", "LogicBody"):
+        assert "pattern" not in schemas[optional]["properties"]["reason"], optional
+
+
+def test_a_blank_reason_the_document_refuses_is_refused_naming_it(token_client, live_run):
+    answer = _post(token_client(Role.OPERATOR), f"/api/runs/{live_run.pk}/reconfigurations",
+                   {"kind": "scale_out", "instances": 2, "reason": " \t "})
+    assert answer.status_code == 400
+    assert answer.json()["problems"] == [
+        {"where": "field reason", "message": "is required for this kind of change: say why"}]
+
+
+def test_an_optional_body_is_documented_as_the_object_it_is(client):
+    """Left out or sent as an object: the document offers no JSON null, which is no object."""
+    paths = client.get("/api/schema").json()["paths"]
+    for path, model in (("/api/runs/{id}/stop", "RunStopIn"),
+                        ("/api/jobs/{id}/runs", "RunStartIn")):
+        body = paths[path]["post"]["requestBody"]
+        assert body["required"] is False, path
+        schema = body["content"]["application/json"]["schema"]
+        assert schema in ({"$ref": f"#/components/schemas/{model}"},
+                          {"allOf": [{"$ref": f"#/components/schemas/{model}"}]}), path
+
+
+def test_a_whole_number_written_with_a_fraction_is_a_whole_number(token_client, live_run):
+    """JSON Schema's integer includes 2.0: a field of whole numbers takes it, not 2.5."""
+    client = token_client(Role.OPERATOR)
+    path = f"/api/runs/{live_run.pk}/autoscale"
+    taken = _post(client, path, {"mode": "recommend", "min": 1.0, "max": 2e0,
+                                 "cooldown_s": 60.0})
+    assert taken.status_code == 200, taken.json()
+    assert (taken.json()["min"], taken.json()["max"], taken.json()["cooldown_s"]) == (1, 2, 60)
+    refused = _post(client, path, {"mode": "recommend", "min": 1.5})
+    assert refused.status_code == 400
+    assert refused.json()["problems"] == [{"where": "field min",
+                                           "message": "must be a whole number"}]
+
+
+def test_the_document_says_a_job_graph_may_leave_its_name_out(client):
+    """The engine names it "unnamed": a document without a name is taken, as the schema says."""
+    dag = client.get("/api/schema").json()["components"]["schemas"]["DagDocument"]
+    assert "name" not in dag["required"] and dag["properties"]["name"]["default"] == "unnamed"

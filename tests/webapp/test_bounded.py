@@ -10,7 +10,8 @@ import threading
 import pytest
 
 from tests.webapp.support import run_alone
-from webapp.bounded import BoundedWorkers
+from webapp.accounts.roles import Role
+from webapp.bounded import BoundedWorkers, ThreadedDjango
 
 
 class Gate:
@@ -159,9 +160,7 @@ async def _request_with(app, path: str, authorization: bytes) -> tuple[int, dict
 
 @pytest.mark.django_db(transaction=True)
 def test_a_request_thread_keeps_one_database_connection_across_requests():
-    from webapp.asgi import django_asgi
-
-    pids = _backend_pids(BoundedWorkers(django_asgi, threads=1, queue=4, wait_s=5), 3)
+    pids = _backend_pids(BoundedWorkers(ThreadedDjango(), threads=1, queue=4, wait_s=5), 3)
     assert len(pids) == 3 and len(set(pids)) == 1, pids
 
 
@@ -169,13 +168,12 @@ def test_a_request_thread_keeps_one_database_connection_across_requests():
 def test_connect_opens_each_thread_connection_before_any_request_and_requests_use_it():
     from django.db import connection
 
-    from webapp.asgi import django_asgi
     from webapp.bounded import connect_thread
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
         before = cursor.fetchone()[0]
-    workers = BoundedWorkers(django_asgi, threads=2, queue=4, wait_s=5, connect=connect_thread)
+    workers = BoundedWorkers(ThreadedDjango(), threads=2, queue=4, wait_s=5, connect=connect_thread)
     try:
         for future in workers.connecting:
             future.result(timeout=10)
@@ -190,3 +188,40 @@ def test_connect_opens_each_thread_connection_before_any_request_and_requests_us
         workers.shutdown()
         raise
     assert set(_backend_pids(workers, 4)) <= opened
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_crosses_between_its_thread_and_the_event_loop_twice(token_client, live_run):
+    """Once with its answer, once when it is closed: its middleware, signals and view run in
+    one call on its thread (Django's own ASGI handler crossed back to the loop in the middle,
+    six crossings in all)."""
+    workers = BoundedWorkers(ThreadedDjango(), threads=1, queue=4, wait_s=5)
+    token = token_client(Role.VIEWER).defaults["HTTP_AUTHORIZATION"].split()[1]
+    path = f"/api/runs/{live_run.pk}"
+
+    async def crossings() -> list[int]:
+        loop, loop_thread = asyncio.get_running_loop(), threading.current_thread()
+        woken = 0
+        wake = loop.call_soon_threadsafe
+
+        def counted(*args, **kwargs):
+            nonlocal woken
+            if threading.current_thread() is not loop_thread:
+                woken += 1
+            return wake(*args, **kwargs)
+
+        loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+        counts = []
+        for _ in range(3):  # the first request also opens the thread's connection
+            woken = 0
+            status, _, body = await asyncio.create_task(
+                _request_with(workers, path, f"Bearer {token}".encode()))
+            assert status == 200, body
+            assert json.loads(body)["id"] == live_run.pk
+            counts.append(woken)
+        return counts
+
+    try:
+        assert run_alone(crossings())[1:] == [2, 2]
+    finally:
+        workers.shutdown()

@@ -20,7 +20,7 @@ from webapp.embedded.postgres_server import postgres_url
 
 pytestmark = pytest.mark.spark
 
-WEB_WORKERS, WEB_THREADS = 2, 4  # the defaults
+WEB_WORKERS, WEB_THREADS = 1, 4  # the defaults
 
 
 class ConnectionSampler:

@@ -55,7 +55,8 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
     if depth > MAX_JSON_DEPTH:
         raise BadBody(f"the body is nested {depth} deep, at most {MAX_JSON_DEPTH} is allowed")
     try:
-        body = json.loads(raw or b"", parse_constant=_no_constant, parse_int=_bounded_int)
+        body = json.loads(raw or b"", parse_constant=_no_constant, parse_int=_bounded_int,
+                          parse_float=_number)
     except IntegerTooLong as error:
         raise BadBody(str(error)) from None
     except ValueError as error:
@@ -125,6 +126,16 @@ def _bounded_int(text: str) -> int:
         raise IntegerTooLong(f"the body has a whole number of {digits} digits: at most "
                              f"{MAX_INTEGER_DIGITS} are allowed")
     return int(text)
+
+
+def _number(text: str) -> int | float:
+    """A number written with a fraction or exponent; a whole one (``5.0``, ``1e3``) within
+    64 bits is taken as the whole number it is, as JSON Schema's ``integer`` allows, so that
+    a field of whole numbers takes it (their models refuse ``"5"``, and ``5.5`` still)."""
+    value = float(text)
+    if value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return value
 
 
 def _no_constant(name: str) -> Any:

@@ -38,8 +38,10 @@ from webapp.runs.services import run_start, run_stop
 
 router = ApiRouter(tags=["runs"])
 
-OptionalRunStart = Annotated[RunStartIn | None, Body(None)]
-OptionalRunStop = Annotated[RunStopIn | None, Body(None)]
+# A body that may be left out, documented as the object it is when sent: JSON null is no
+# object, and the body parser refuses it.
+OptionalRunStart = Annotated[RunStartIn, Body(None)]
+OptionalRunStop = Annotated[RunStopIn, Body(None)]
 
 
 @router.get("/runs/{id:id}", response=answers(200, RunOut, 404),

@@ -71,7 +71,9 @@ class DagDocument(Schema):
 
     model_config = ConfigDict(extra="allow", json_schema_extra={"example": EXAMPLE_DAG})
 
-    name: str = Field(min_length=1, max_length=engine_gateway.document_limits()["name"])
+    # The engine names a document without one "unnamed" (engine.dag.document).
+    name: str = Field("unnamed", min_length=1,
+                      max_length=engine_gateway.document_limits()["name"])
     key_groups: int = Field(128, ge=1, le=MAX_KEY_GROUPS)
     operators: list[OperatorSpec] = Field(min_length=1, max_length=500)
     edges: list[EdgeSpec] = Field(default_factory=list, max_length=2000)

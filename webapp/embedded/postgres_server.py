@@ -36,7 +36,7 @@ from webapp.embedded.daemons import (
 DATABASE_NAME = "streamscale"
 POSTGRES_USER = "postgres"
 # Chosen, not inherited: the web server holds at most WEB_WORKERS x (WEB_THREADS + 1)
-# connections (10 by default, see webapp.bounded), the Celery worker and beat about 4, each
+# connections (5 by default, see webapp.bounded), the Celery worker and beat about 4, each
 # run's driver 1 and its Postgres sink 1 while it commits an epoch, tests and manage.py commands
 # a few. 100 leaves room for dozens of runs, and no burst of web requests can reach it.
 MAX_CONNECTIONS = 100

@@ -57,8 +57,11 @@ def _assignment(value: Any) -> Any:
 
 
 OptionalReason = Annotated[str, Field(max_length=MAX_REASON), AfterValidator(_no_nul)]
+# The schema states what _said checks (a character other than white space), so that a client
+# generating bodies from /api/schema sends only reasons the API takes.
 Reason = Annotated[OptionalReason, AfterValidator(_said),
-                   Field(description="why: shown in the history")]
+                   Field(description="why: shown in the history",
+                         json_schema_extra={"minLength": 1, "pattern": r"\S"})]
 Instances = Annotated[int, Field(ge=1, le=MAX_INSTANCES)]
 OperatorId = Annotated[str, Field(min_length=1, max_length=64)]
 RecordId = Annotated[int, Field(ge=1, le=MAX_ID)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from engine.dag import (
     OPERATOR_TYPES,
     JobGraph,
+    known_output_columns,
     max_parallelism,
     output_columns,
     parse_job_graph,
@@ -33,6 +34,7 @@ from engine.policies.autoscale import (
     parallelism_limits,
 )
 from engine.policies.instances_in import plan_scale_in_instances
+from engine.policies.prediction import load_rates, predict_change
 from engine.runtime.control.channel import RedisControlChannel
 from engine.runtime.control.messages import Ack, CommandRequest
 from engine.runtime.control.run_config import describe, initial_config
@@ -65,6 +67,8 @@ __all__ = [
     "failure_summary",
     "initial_config",
     "logic_change_refused",
+    "known_output_columns",
+    "load_rates",
     "masked_document",
     "max_parallelism",
     "output_columns",
@@ -76,6 +80,7 @@ __all__ = [
     "plan_job",
     "plan_scale_in_instances",
     "plan_scale_out",
+    "predict_change",
     "recommend_parallelism",
     "reserved_target_reason",
     "sink_targets",

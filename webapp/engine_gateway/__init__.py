@@ -43,6 +43,8 @@ from webapp.engine_gateway.plans import (
 )
 from webapp.engine_gateway.rates import (
     load_decide,
+    load_outlook,
+    load_rates_json,
     rates_etp,
     rates_recommend,
 )
@@ -89,6 +91,8 @@ __all__ = [
     "plan_scale_in_by_instances",
     "plan_scale_out_instances",
     "prepare",
+    "load_outlook",
+    "load_rates_json",
     "rates_etp",
     "rates_recommend",
     "rebalance_command",

@@ -352,9 +352,10 @@ function showProgress() {
   line.hidden = !waiting;
   if (!waiting) return;
   const since = Date.parse(config.status_since);
-  const doing = state.status === "recovering"
-    ? "Recovering: restarting from the checkpoint, no epoch finished yet"
-    : "Starting: the driver and Spark are starting; figures come with the first epoch";
+  const doing = {
+    starting: "Starting: the driver and Spark are starting; figures come with the first epoch",
+    recovering: "Recovering: restarting from the checkpoint, no epoch finished yet",
+  }[state.status] || "Running: no epoch has finished yet; figures come with the first";
   const tick = () => {
     const seconds = Math.max(0, Math.round((Date.now() - since) / 1000));
     line.textContent = `${doing} (${seconds} s so far).`;

@@ -33,6 +33,7 @@ const state = {
   window: new EpochWindow(config.smoothing_epochs, Math.max(...config.smoothing_choices)),
   raw: { t: [], in: [], out: [], p50: [], p99: [] },
   lastMetrics: null,
+  snapshot: false,       // whether the server's snapshot has been shown
 };
 
 // ---- graph -------------------------------------------------------------------------------
@@ -348,7 +349,8 @@ let progressTimer = null;
 function showProgress() {
   const line = $("run-progress");
   clearInterval(progressTimer);
-  const waiting = state.lastEpoch === null && LIVE.has(state.status);
+  // Said once the snapshot has shown what the server has: until then it is not known.
+  const waiting = state.snapshot && state.lastEpoch === null && LIVE.has(state.status);
   line.hidden = !waiting;
   if (!waiting) return;
   const since = Date.parse(config.status_since);
@@ -416,6 +418,7 @@ function onMessage(event) {
   if (event.type === "snapshot") {
     state.fields = event.live_fields;
     document.body.dataset.snapshot = "taken";  // the page shows what the server has
+    state.snapshot = true;
     setStatus(event.run.status);
     event.reconfigurations.forEach(noteReconfiguration);
     const epochs = event.epochs;  // [epoch, metrics] pairs in the live form
@@ -429,6 +432,7 @@ function onMessage(event) {
       epochs.forEach(([epoch, m]) => applyEpoch(epoch, m));
     }
     setMarkers();
+    showProgress();
     if (!LIVE.has(state.status)) endLive();
   } else if (event.type === "run.epoch") {
     broker.count(event.metrics.broker);  // a new epoch: its dead letters join the run's total
@@ -475,5 +479,4 @@ document.body.addEventListener("htmx:afterSettle", (event) => {
 });
 
 readPending();
-showProgress();
 connect();

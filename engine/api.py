@@ -25,7 +25,7 @@ from engine.dag.secrets import masked_document, unmasked_document
 from engine.dag.sinks import STAGING_SUFFIX, SinkTarget, reserved_target_reason, sink_targets
 from engine.errors import DagValidationError, EngineError, ValidationBudgetExceeded
 from engine.mapping import weighted_assignment
-from engine.planner import diff_plans, plan_job
+from engine.planner import diff_plans, plan_job, ranges_moves_detail
 from engine.policies import compute_etp, parse_rates, plan_scale_out, recommend_parallelism
 from engine.policies.autoscale import (
     AutoscaleSettings,
@@ -82,6 +82,7 @@ __all__ = [
     "plan_scale_out",
     "predict_change",
     "recommend_parallelism",
+    "ranges_moves_detail",
     "reserved_target_reason",
     "sink_targets",
     "state_kind_of",

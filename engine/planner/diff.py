@@ -112,9 +112,32 @@ def _workload_changes(old: PhysicalPlan, new: PhysicalPlan) -> list[PlanChange]:
         moves = assignment_diff(before, after).moves
         if moves:
             changes.append(PlanChange("workload", (op_id,),
-                                      f"{len(moves)} of {after.key_groups} key groups of {op_id} "
-                                      f"change instance: {_moves_text(moves)}"))
+                                      moves_detail(op_id, after.key_groups, moves)))
     return changes
+
+
+def moves_detail(op_id: str, key_groups: int, moves: tuple[Move, ...]) -> str:
+    """A workload change in words: how many key groups move, and which, between which
+    instances ("5 of 64 key groups of counts change instance: 0-3 1->0, 9 0->2")."""
+    return (f"{len(moves)} of {key_groups} key groups of {op_id} change instance: "
+            f"{_moves_text(moves)}")
+
+
+def ranges_moves_detail(op_id: str, key_groups: int, before: list[list[int]],
+                        after: list[list[int]]) -> str | None:
+    """``moves_detail`` of two assignments given as a driver acknowledges them,
+    ``[[first key group, last key group, instance], ...]``; None when nothing moved."""
+    old, new = _owners(key_groups, before), _owners(key_groups, after)
+    moves = tuple(Move(kg, a, b) for kg, (a, b) in enumerate(zip(old, new, strict=True))
+                  if a != b)
+    return moves_detail(op_id, key_groups, moves) if moves else None
+
+
+def _owners(key_groups: int, ranges: list[list[int]]) -> list[int]:
+    owners = [0] * key_groups
+    for first, last, instance in ranges:
+        owners[first:last + 1] = [instance] * (last - first + 1)
+    return owners
 
 
 MOVES_SHOWN = 6

@@ -39,6 +39,7 @@ from webapp.engine_gateway.plans import (
     plan_scale_in_by_instances,
     plan_scale_out_instances,
     rebalance_command,
+    rebalance_moves_diff,
     rebalance_weighted_owners,
 )
 from webapp.engine_gateway.rates import (
@@ -96,6 +97,7 @@ __all__ = [
     "rates_etp",
     "rates_recommend",
     "rebalance_command",
+    "rebalance_moves_diff",
     "rebalance_weighted_owners",
     "run_driver",
     "sink_target_reserved",

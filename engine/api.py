@@ -11,6 +11,7 @@ from __future__ import annotations
 from engine.dag import (
     OPERATOR_TYPES,
     JobGraph,
+    known_output_columns,
     max_parallelism,
     output_columns,
     parse_job_graph,
@@ -24,7 +25,7 @@ from engine.dag.secrets import masked_document, unmasked_document
 from engine.dag.sinks import STAGING_SUFFIX, SinkTarget, reserved_target_reason, sink_targets
 from engine.errors import DagValidationError, EngineError, ValidationBudgetExceeded
 from engine.mapping import weighted_assignment
-from engine.planner import diff_plans, plan_job
+from engine.planner import diff_plans, plan_job, ranges_moves_detail
 from engine.policies import compute_etp, parse_rates, plan_scale_out, recommend_parallelism
 from engine.policies.autoscale import (
     AutoscaleSettings,
@@ -33,6 +34,7 @@ from engine.policies.autoscale import (
     parallelism_limits,
 )
 from engine.policies.instances_in import plan_scale_in_instances
+from engine.policies.prediction import load_rates, predict_change
 from engine.runtime.control.channel import RedisControlChannel
 from engine.runtime.control.messages import Ack, CommandRequest
 from engine.runtime.control.run_config import describe, initial_config
@@ -65,6 +67,8 @@ __all__ = [
     "failure_summary",
     "initial_config",
     "logic_change_refused",
+    "known_output_columns",
+    "load_rates",
     "masked_document",
     "max_parallelism",
     "output_columns",
@@ -76,7 +80,9 @@ __all__ = [
     "plan_job",
     "plan_scale_in_instances",
     "plan_scale_out",
+    "predict_change",
     "recommend_parallelism",
+    "ranges_moves_detail",
     "reserved_target_reason",
     "sink_targets",
     "state_kind_of",

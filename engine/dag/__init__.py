@@ -18,6 +18,7 @@ from engine.dag.state import (
 )
 from engine.dag.syntax import interval_seconds
 from engine.dag.validate import (
+    known_output_columns,
     parse_job_graph,
     planning_job_graph,
     stored_job_graph,
@@ -36,6 +37,7 @@ __all__ = [
     "ParamSpec",
     "interval_seconds",
     "key_columns_of",
+    "known_output_columns",
     "max_parallelism",
     "output_columns",
     "params_with_defaults",

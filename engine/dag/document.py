@@ -77,8 +77,12 @@ def _read_header(doc: Mapping[str, Any], raw: RawDocument) -> None:
 
 
 def _read_operators(items: Any, raw: RawDocument) -> None:
-    if not isinstance(items, list) or not items:
+    if not isinstance(items, list):
         raw.problems.append(Problem("document", "'operators' must be a non-empty list"))
+        return
+    if not items:
+        raw.problems.append(Problem("document", "the job has no operators: add a source, the "
+                                                "operators and a sink"))
         return
     seen: set[str] = set()
     for index, item in enumerate(items):

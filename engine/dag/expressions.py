@@ -126,6 +126,9 @@ def expression_problems(text: str, columns: Collection[str] | None = None) -> li
     if isinstance(tree, str):
         return [tree]
     problems: list[str] = []
+    dangling = _dangling_word(text, tree)
+    if dangling is not None:
+        return [f"the expression is incomplete: nothing follows {dangling}"]
     if tree and tree[0].kind == "LambdaFunction":
         problems.append("a lambda (x -> ...) may only be an argument of a function")
     for node in tree:
@@ -135,6 +138,20 @@ def expression_problems(text: str, columns: Collection[str] | None = None) -> li
     if not problems:  # sizes are read from calls that are allowed at all
         problems += bound_problems(tree)
     return problems
+
+
+# Words that need something after them; Spark's parser reads one left at the end of an
+# expression as a column alias ("x > 1 AND" is "x > 1 AS AND"), which would be refused as AS.
+_CONTINUED_BY = frozenset({"AND", "OR", "NOT", "IS", "IN", "LIKE", "ILIKE", "RLIKE", "BETWEEN",
+                           "CASE", "WHEN", "THEN", "ELSE", "DIV"})
+
+
+def _dangling_word(text: str, tree: tuple[ExpressionNode, ...]) -> str | None:
+    if not any(node.kind in ("Alias", "MultiAlias") for node in tree):
+        return None
+    words = text.rstrip().split()
+    last = words[-1] if words else ""
+    return repr(last) if last.upper() in _CONTINUED_BY else None
 
 
 def unknown_columns(text: str, columns: Collection[str]) -> list[str]:
@@ -222,8 +239,9 @@ REFUSED_NODES: dict[str, str] = {
                     "subqueries are not allowed: a job reads only its inputs"),
     "WindowExpression": "window functions (OVER) are not allowed",
     "UnresolvedStar": "* is not allowed: name the columns",
-    "Alias": "AS is not allowed: the column's name is given by the map's key",
-    "MultiAlias": "AS is not allowed: the column's name is given by the map's key",
+    **dict.fromkeys(("Alias", "MultiAlias"),
+                    "AS is not allowed (a name after an expression reads as AS name): an "
+                    "expression gives a value, and a map names its columns by its keys"),
     **dict.fromkeys(("PosParameter", "NamedParameter"), "parameters (? or :name) are not allowed"),
     "ExpressionWithUnresolvedIdentifier": "IDENTIFIER(...) is not allowed: name the column",
 }

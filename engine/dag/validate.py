@@ -74,6 +74,28 @@ def planning_job_graph(doc: Any) -> JobGraph:
     return graph
 
 
+def known_output_columns(doc: Any, problems: list[Problem]) -> dict[str, dict[str, str]]:
+    """Column -> type of the output of every operator that ``problems`` (the document's, from
+    ``parse_job_graph``) leave known: neither it nor any operator upstream of it has a
+    problem. An unfinished graph thus shows each operator its input's columns as soon as
+    that input is sound. Nothing while the graph has a cycle or an unknown type."""
+    graph = _graph_of(read_document(doc))
+    if cycle_problems(graph) or any(op.type not in OPERATOR_TYPES for op in graph.operators):
+        return {}
+    # Where an operator sits in an unfinished graph says nothing about its columns.
+    placement = set(role_problems(graph) + reachability_problems(graph)
+                    + source_reachability_problems(graph) + parallelism_problems(graph))
+    at_fault = {p.where.split("'")[1] for p in problems
+                if p.where.startswith("operator '") and p not in placement}
+    unknown: set[str] = set()
+    for op_id in graph.topological_order():
+        if op_id in at_fault or any(parent in unknown for parent in graph.parents(op_id)):
+            unknown.add(op_id)
+    schemas, _ = infer_schemas(graph)
+    return {op_id: dict(schema) for op_id, schema in schemas.items()
+            if schema is not None and op_id not in unknown}
+
+
 def _graph_of(raw: RawDocument) -> JobGraph:
     return JobGraph(name=raw.name, key_groups=raw.key_groups,
                     operators=tuple(raw.operators), edges=tuple(raw.edges))

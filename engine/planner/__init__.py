@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from engine.dag.model import JobGraph
 from engine.mapping.assignment import Assignment
-from engine.planner.diff import PlanChange, PlanDiff, diff_plans
+from engine.planner.diff import PlanChange, PlanDiff, diff_plans, ranges_moves_detail
 from engine.planner.phases import PHASES, Phase
 from engine.planner.plan import OperatorPlan, PhysicalPlan, Region
 
@@ -34,4 +34,5 @@ __all__ = [
     "Region",
     "diff_plans",
     "plan_job",
+    "ranges_moves_detail",
 ]

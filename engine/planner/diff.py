@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from engine.mapping.diff import assignment_diff
+from engine.mapping.diff import Move, assignment_diff
 from engine.planner.plan import PhysicalPlan
 
 ChangeKind = Literal["workload", "resources", "logic"]
@@ -98,7 +98,8 @@ def _resource_changes(old: PhysicalPlan, new: PhysicalPlan) -> list[PlanChange]:
         if before is not None and before.parallelism != op.parallelism:
             changes.append(PlanChange("resources", (op.id,),
                                       f"instances of {op.id}: {before.parallelism} -> "
-                                      f"{op.parallelism}"))
+                                      f"{op.parallelism} "
+                                      f"({op.parallelism - before.parallelism:+d})"))
     return changes
 
 
@@ -108,9 +109,52 @@ def _workload_changes(old: PhysicalPlan, new: PhysicalPlan) -> list[PlanChange]:
         before = old.assignments.get(op_id)
         if before is None or before.key_groups != after.key_groups:
             continue  # a new keyed operator is a logic change; nothing is re-mapped
-        moved = len(assignment_diff(before, after).moves)
-        if moved:
+        moves = assignment_diff(before, after).moves
+        if moves:
             changes.append(PlanChange("workload", (op_id,),
-                                      f"{moved} of {after.key_groups} key groups of {op_id} "
-                                      f"change instance"))
+                                      moves_detail(op_id, after.key_groups, moves)))
     return changes
+
+
+def moves_detail(op_id: str, key_groups: int, moves: tuple[Move, ...]) -> str:
+    """A workload change in words: how many key groups move, and which, between which
+    instances ("5 of 64 key groups of counts change instance: 0-3 1->0, 9 0->2")."""
+    return (f"{len(moves)} of {key_groups} key groups of {op_id} change instance: "
+            f"{_moves_text(moves)}")
+
+
+def ranges_moves_detail(op_id: str, key_groups: int, before: list[list[int]],
+                        after: list[list[int]]) -> str | None:
+    """``moves_detail`` of two assignments given as a driver acknowledges them,
+    ``[[first key group, last key group, instance], ...]``; None when nothing moved."""
+    old, new = _owners(key_groups, before), _owners(key_groups, after)
+    moves = tuple(Move(kg, a, b) for kg, (a, b) in enumerate(zip(old, new, strict=True))
+                  if a != b)
+    return moves_detail(op_id, key_groups, moves) if moves else None
+
+
+def _owners(key_groups: int, ranges: list[list[int]]) -> list[int]:
+    owners = [0] * key_groups
+    for first, last, instance in ranges:
+        owners[first:last + 1] = [instance] * (last - first + 1)
+    return owners
+
+
+MOVES_SHOWN = 6
+"""Runs of moved key groups named in a change's detail; the rest are counted."""
+
+
+def _moves_text(moves: tuple[Move, ...]) -> str:
+    """Moved key groups as runs that go between the same instances: "0-3 1->0, 9 0->2"."""
+    runs: list[list[int]] = []  # [first, last, from, to]
+    for move in moves:
+        last = runs[-1] if runs else None
+        if last and move.key_group == last[1] + 1 and \
+                (move.from_instance, move.to_instance) == (last[2], last[3]):
+            last[1] = move.key_group
+        else:
+            runs.append([move.key_group, move.key_group, move.from_instance, move.to_instance])
+    shown = [f"{a}{'' if a == b else f'-{b}'} {i}->{j}" for a, b, i, j in runs[:MOVES_SHOWN]]
+    more = len(runs) - MOVES_SHOWN
+    return ", ".join(shown) + (f" and {more} more run{'s' if more > 1 else ''}" if more > 0
+                               else "")

@@ -123,7 +123,11 @@ export function setupDocumentIO(editor) {
         else status.textContent = "Not saved: someone saved a newer version.";
       } else {
         if (answer.problems) { state.problems = answer.problems; showProblems(); }
-        status.textContent = `Not saved: ${answer.error || response.statusText}`;
+        // Its problems join the list (and the badge's count); the next change clears it.
+        status.textContent = answer.problems
+          ? "Not saved: the server found problems (listed under Problems)."
+          : `Not saved: ${answer.error || response.statusText}`;
+        status.dataset.refused = "true";
       }
     } catch (error) {
       status.textContent = `Not saved: ${error.message}`;

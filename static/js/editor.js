@@ -28,6 +28,7 @@ const state = {
   last: null,           // the document as of the latest change
 };
 const HISTORY_LIMIT = 200;
+const NO_OPERATORS = "the job has no operators: add a source, the operators and a sink";
 state.doc.operators ??= [];
 state.doc.edges ??= [];
 
@@ -197,6 +198,12 @@ function clearEdgeMessage() {
 
 function changed({ redraw = true } = {}) {
   clearEdgeMessage();
+  // A refused save's answer was about the document as it was: the badge and the list of
+  // problems speak for the document from now on.
+  if ($("save-status").dataset.refused) {
+    $("save-status").textContent = "";
+    delete $("save-status").dataset.refused;
+  }
   remember();
   if (redraw) render();
   scheduleValidation();
@@ -341,8 +348,13 @@ function showDragState(drag) {
   else hint.textContent = `Release to connect ${drag.from} → ${drag.to}.`;
 }
 
-// An edge is added only if it brings no new problem; otherwise it is rejected with the
-// server's messages, and the document stays as it was.
+// The server's problems that make an edge wrong whatever comes next (a cycle, an input into a
+// source, an output out of a sink). Any other new problem is what an unfinished graph still
+// lacks (an output that reaches no sink yet), shown on the operators once the edge is in.
+const EDGE_REFUSALS = /is on a cycle|cannot have inputs|cannot have outputs/;
+
+// An edge is added unless it brings a problem no later edit could fix; then it is rejected
+// with the server's messages, and the document stays as it was.
 async function connect(from, to) {
   state.connectFrom = null;
   $("connect-hint").textContent = "";
@@ -360,7 +372,8 @@ async function connect(from, to) {
   candidate.edges.push({ from, to });
   const [now, after] = await Promise.all([check(state.doc), check(candidate)]);
   const known = new Set((now.problems || []).map((p) => `${p.where}|${p.message}`));
-  const added = (after.problems || []).filter((p) => !known.has(`${p.where}|${p.message}`));
+  const added = (after.problems || []).filter((p) => !known.has(`${p.where}|${p.message}`)
+    && EDGE_REFUSALS.test(p.message));
   if (added.length) return reject(added.map((p) => `${p.where}: ${p.message}`).join("; "));
   message.hidden = true;
   state.doc = candidate;
@@ -452,11 +465,21 @@ $("undo").addEventListener("click", undo);
 $("redo").addEventListener("click", redo);
 $("shortcuts-open").addEventListener("click", () => $("shortcuts").showModal());
 state.last = JSON.stringify(state.doc);
+const savedDocument = state.last;
 updateHistoryButtons();
 render();
 if (state.doc.operators.length) {
   validate();
 } else {
-  // Nothing to check before the first action: a blank job is not "2 problems".
+  // Nothing to check before the first action: a blank job is not "2 problems", and not valid.
+  state.problems = [{ where: "document", message: NO_OPERATORS }];
+  showProblems();
   $("validity").textContent = "empty";
 }
+
+// Work not saved yet is not lost to a click on a link or a closed tab without a question.
+window.addEventListener("beforeunload", (event) => {
+  if (state.saving || state.last === savedDocument) return;
+  event.preventDefault();
+  event.returnValue = "";  // older browsers ask only when it is set
+});

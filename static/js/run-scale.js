@@ -43,7 +43,9 @@ export function setupScaling({ state, refreshSteps, setStatus }) {
     const n = Number(text);
     const out = kind === "scale_out";
     const max = Number(out ? input.dataset.addMax : input.dataset.removeMax);
+    if (state.lastEpoch === null) return "Nothing is measured before the run's first epoch: no change is offered yet.";
     if (!/^\d+$/.test(text) || n < 1) return "Instances: enter a whole number of at least 1.";
+    if (max === 0 && out && input.dataset.addReason) return `None can be added now: ${input.dataset.addReason}.`;
     if (max === 0) return out ? "No operator can take another instance now." : "Every operator already runs a single instance.";
     if (n > max) return `Instances: at most ${max} can be ${out ? "added" : "removed"} now.`;
     return null;
@@ -113,7 +115,7 @@ export function setupScaling({ state, refreshSteps, setStatus }) {
   }
 
   setupStop(setStatus);
-  return { openRescale };
+  return { openRescale, refreshPolicy };
 }
 
 // Stop run: a confirmation with a required reason; once the server accepts, the run is

@@ -14,6 +14,8 @@ import { EpochWindow, maxOf, meanOf, rolling } from "./smoothing.js";
 const config = JSON.parse(document.getElementById("run-config").textContent);
 const LIVE = new Set(["starting", "running", "recovering"]);
 const NODE = { width: 184, height: 118, ranksep: 34, nodesep: 16 };
+// Nothing is measured before a run's first epoch: no change is offered on guesses.
+const NO_EPOCH_YET = "the run has not finished an epoch yet";
 
 const state = {
   status: config.status,
@@ -31,13 +33,23 @@ const state = {
   window: new EpochWindow(config.smoothing_epochs, Math.max(...config.smoothing_choices)),
   raw: { t: [], in: [], out: [], p50: [], p99: [] },
   lastMetrics: null,
+  snapshot: false,       // whether the server's snapshot has been shown
 };
 
 // ---- graph -------------------------------------------------------------------------------
 
-function metricCell(label, field) {
-  return `<div class="m"><span>${label}</span><b data-f="${field}">—</b></div>`;
+function metricCell(label, field, title) {
+  return `<div class="m" title="${title}"><span>${label}</span><b data-f="${field}">—</b></div>`;
 }
+
+// What each figure of a node is, said the same way wherever it is shown (ETP: 0 to 1).
+const ETP_TITLE = "ETP, effective throughput: the share of the sinks' output (0 to 1) that this operator's rows reach without passing a congested operator";
+const METRIC_TITLES = {
+  in: "Rows per second coming in (mean over the window)",
+  out: "Rows per second going out (mean over the window)",
+  busy: "Share of the epoch the operator's instances were busy",
+  true: "True rate: rows per second the instances process while busy (their capacity)",
+};
 
 function renderOperator(raw, el) {
   const op = { id: esc(raw.id), type: esc(raw.type) };
@@ -48,11 +60,11 @@ function renderOperator(raw, el) {
   el.innerHTML = `
     <div class="node-head"><span class="op-id">${op.id}</span><span class="op-type">${op.type}</span></div>
     <div class="node-metrics">
-      ${metricCell("in/s", "in")}${metricCell("out/s", "out")}
-      ${metricCell("busy", "busy")}${metricCell("true/s", "true")}
+      ${metricCell("in/s", "in", METRIC_TITLES.in)}${metricCell("out/s", "out", METRIC_TITLES.out)}
+      ${metricCell("busy", "busy", METRIC_TITLES.busy)}${metricCell("true/s", "true", METRIC_TITLES.true)}
     </div>
     <div class="node-foot">
-      <div class="etp" title="Effective throughput percentage"><span class="etp-bar"><i></i></span><span>ETP <b data-f="etp">—</b></span></div>
+      <div class="etp" title="${ETP_TITLE}"><span class="etp-bar"><i></i></span><span>ETP <b data-f="etp">—</b></span></div>
       <div class="scale" role="group" aria-label="Instances of ${op.id}">
         ${config.can_operate ? `<button type="button" class="step minus" data-step="-1" aria-label="Remove one instance of ${op.id}">−</button>` : ""}
         <b class="instances" data-f="instances" aria-live="polite" title="instances">${state.instances[raw.id]}</b>
@@ -79,6 +91,7 @@ function stepBlock(opId, step) {
   if (limits.fixed_reason) return `${opId} ${limits.fixed_reason}`;
   if (step > 0 && limits.max != null && n >= limits.max) return `at its limit of ${limits.max} instances`;
   if (step < 0 && n <= 1) return "already at 1 instance";
+  if (state.lastEpoch === null) return NO_EPOCH_YET;
   if (state.pendingOps.has(opId)) return "a change to this operator is still pending";
   return null;
 }
@@ -126,13 +139,15 @@ function applyOperators(ops, batchMs, bottleneck = null, recent = [], wm = {}) {
     setText(el, "true", `${formatRate(at(values, "processing_rate"))}${mark}`);
     const limits = config.limits[opId] || {};
     const notes = [];
-    if (region) notes.push(`busy and true/s (ᴿ) are region ${region}'s: Spark runs it as one stage`);
+    if (region) notes.push(`ᴿ busy and true/s of region ${region} (one Spark stage)`);
     if (limits.pinned_reason) notes.push(`pinned to 1: ${limits.pinned_reason}`);
     if (limits.fixed_reason) notes.push(`instances fixed: ${limits.fixed_reason}`);
     const demand = at(values, "demand_rate");
     if (congested && demand != null) notes.unshift(`demand ${formatRate(demand)}/s over capacity`);
     if (wm[opId]) notes.push(`watermark ${formatMs(wm[opId][1])} behind the clock`);
     setText(el, "note", notes.join(" · "));
+    // A note cut by the card is whole in its title.
+    el.querySelector('[data-f="note"]').title = notes.join("\n");
     el.classList.toggle("bottleneck", bottleneck != null && (bottleneck === opId || bottleneck === region));
     setText(el, "etp", etp == null ? "—" : etp.toFixed(2));
     el.dataset.etp = etp == null ? "" : etp.toFixed(3);
@@ -225,6 +240,7 @@ function rememberRaw(m) {
 // The charts' newest point: the window's figures over the raw columns' last N epochs.
 function appendCharts(m) {
   if (!rememberRaw(m)) return;
+  showChartsEmpty(false);
   const n = state.window.size;
   const last = (column) => column.slice(-n);
   throughput.append(m.t, [meanOf(last(state.raw.in)), meanOf(last(state.raw.out))]);
@@ -240,7 +256,12 @@ function drawCharts() {
 
 function applyEpoch(epoch, m, chart = true) {
   if (state.lastEpoch !== null && epoch <= state.lastEpoch) return;
+  const first = state.lastEpoch === null;
   state.lastEpoch = epoch;
+  if (first) {
+    showProgress();
+    scaling.refreshPolicy();
+  }
   state.epochTimes.set(epoch, m.t);
   state.window.add(epoch, m);
   state.lastMetrics = m;
@@ -314,6 +335,35 @@ async function loadHistory() {
   state.buffered = [];
   drawCharts();
   setMarkers();
+  showChartsEmpty(state.raw.t.length === 0);
+}
+
+// A chart with no epoch to draw says so, instead of an empty box.
+function showChartsEmpty(empty) {
+  document.querySelectorAll(".chart-empty").forEach((note) => { note.hidden = !empty; });
+}
+
+// Before the first epoch the figures are dashes: a line says what the run is doing and for
+// how long, until an epoch comes.
+let progressTimer = null;
+function showProgress() {
+  const line = $("run-progress");
+  clearInterval(progressTimer);
+  // Said once the snapshot has shown what the server has: until then it is not known.
+  const waiting = state.snapshot && state.lastEpoch === null && LIVE.has(state.status);
+  line.hidden = !waiting;
+  if (!waiting) return;
+  const since = Date.parse(config.status_since);
+  const doing = {
+    starting: "Starting: the driver and Spark are starting; figures come with the first epoch",
+    recovering: "Recovering: restarting from the checkpoint, no epoch finished yet",
+  }[state.status] || "Running: no epoch has finished yet; figures come with the first";
+  const tick = () => {
+    const seconds = Math.max(0, Math.round((Date.now() - since) / 1000));
+    line.textContent = `${doing} (${seconds} s so far).`;
+  };
+  tick();
+  progressTimer = setInterval(tick, 1000);
 }
 
 // ---- status ------------------------------------------------------------------------------
@@ -325,7 +375,9 @@ function setStatus(status) {
   badge.textContent = status;
   badge.className = `status status-${status}`;
   refreshSteps();
+  showProgress();
   if (!LIVE.has(status)) {
+    endLive();
     // An ending run offers no control the server would refuse: hide them now, and let the
     // panels re-render without theirs (rollback, autoscaler, recommendations).
     document.querySelectorAll("[data-live-only]").forEach((el) => { el.hidden = true; });
@@ -348,13 +400,25 @@ function readPending() {
 
 // ---- websocket ---------------------------------------------------------------------------
 
+let socket = null;
 function connect() {
-  openLiveSocket({ path: config.ws, onMessage, label: $("live-state") });
+  socket = openLiveSocket({ path: config.ws, onMessage, label: $("live-state") });
+}
+
+// An ended run sends nothing more: its page says so instead of "live".
+function endLive() {
+  if (socket) socket.close();
+  const label = $("live-state");
+  label.textContent = `not live: the run is ${state.status}`;
+  label.className = "live-state ended";
+  label.dataset.state = "ended";
 }
 
 function onMessage(event) {
   if (event.type === "snapshot") {
     state.fields = event.live_fields;
+    document.body.dataset.snapshot = "taken";  // the page shows what the server has
+    state.snapshot = true;
     setStatus(event.run.status);
     event.reconfigurations.forEach(noteReconfiguration);
     const epochs = event.epochs;  // [epoch, metrics] pairs in the live form
@@ -368,6 +432,8 @@ function onMessage(event) {
       epochs.forEach(([epoch, m]) => applyEpoch(epoch, m));
     }
     setMarkers();
+    showProgress();
+    if (!LIVE.has(state.status)) endLive();
   } else if (event.type === "run.epoch") {
     broker.count(event.metrics.broker);  // a new epoch: its dead letters join the run's total
     applyLive(event.epoch, event.metrics);

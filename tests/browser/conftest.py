@@ -222,9 +222,12 @@ def htmx_settled(page) -> None:
 
 
 def run_page_open(page, run_id: int) -> None:
-    """Open a run's page and wait until its live updates are connected."""
+    """Open a run's page and wait until its live updates are connected and their snapshot
+    shown."""
     page.goto(f"/runs/{run_id}/")
     wait_live(page)
+    # Its controls are offered from the snapshot on (none before the first epoch).
+    page.wait_for_selector("body[data-snapshot]", state="attached")
 
 
 def api(page, method: str, path: str, body: dict) -> dict:

@@ -115,9 +115,29 @@ def synthetic_epoch(document: dict[str, Any], epoch: int, *,
                 int(rate_in or 0), assignment[op["id"]],
                 key_group_weights(document["key_groups"]), n)
     latency = 600.0 + 200.0 * math.sin(epoch / 17.0)
-    return {"epoch": epoch, "batch_duration_ms": 1000.0, "backlog_rows": int(rate * 0.05),
-            "latency_ms": {"p50": latency, "p99": latency * 2.1, "max": latency * 2.5},
-            "operators": operators}
+    metrics = {"epoch": epoch, "batch_duration_ms": 1000.0, "interval_ms": 1000.0,
+               "backlog_rows": int(rate * 0.05),
+               "latency_ms": {"p50": latency, "p99": latency * 2.1, "max": latency * 2.5},
+               "operators": operators}
+    _judged_as_a_driver_does(document, metrics)
+    return metrics
+
+
+def _judged_as_a_driver_does(document: dict[str, Any], metrics: dict[str, Any]) -> None:
+    """Congestion, ETP and the bottleneck from the engine's load model of the epoch, as a
+    driver publishes them (engine.runtime.driver.metrics), so the graph's colours, the
+    previews and the policies judge the same figures."""
+    from engine.api import stored_job_graph
+    from engine.policies.load import load_model
+
+    graph = stored_job_graph(document)
+    model = load_model(graph, [metrics])
+    for op_id, values in metrics["operators"].items():
+        unit = model.unit_of(op_id)
+        values["congested"] = bool(unit is not None and unit.congested)
+        values["etp"] = round(model.etp.get(op_id, 0.0), 4)
+    congested = model.congested_units()
+    metrics["bottleneck"] = congested[0].unit_id if congested else None
 
 
 def fake_history_fill(*, run, epochs: int, end=None) -> None:

@@ -80,11 +80,26 @@ def test_stop_asks_for_a_reason_and_the_control_goes_without_a_reload(fed_run, s
 def test_the_policy_field_has_the_server_s_bounds_and_refusals_read_as_sentences(
     fed_run, signed_in
 ):
-    # No epochs yet: nothing measured, so the policy has nothing to decide from.
+    # No epochs yet: nothing measured, so nothing is offered, and the page says why.
     run_id, _ = fed_run("bounds-run", 0, feed=False)
     page = signed_in("operator")
     run_page_open(page, run_id)
     field = page.locator("#policy-instances")
+    assert field.get_attribute("data-add-max") == "0"
+    assert "None can be added now: no epoch has been measured yet" in page.inner_text(
+        "#policy-bounds")
+    assert page.is_disabled("[data-policy=scale_out]")
+    assert page.is_disabled("[data-policy=scale_in]")
+    assert page.get_attribute("[data-policy=scale_out]", "title").startswith(
+        "Nothing is measured before the run's first epoch")
+    # A sink's + is never offered as possible, and says why.
+    plus = page.locator('[data-operator="out"] button.plus')
+    assert plus.get_attribute("aria-disabled") == "true"
+    assert "cannot change live" in plus.get_attribute("title")
+
+    # Measured: the bound is what the policy would place, and more is refused in a sentence.
+    run_id, _ = fed_run("bounds-measured", 20, feed=False)
+    run_page_open(page, run_id)
     add_max = int(field.get_attribute("max"))
     assert add_max == int(field.get_attribute("data-add-max")) and 0 < add_max < 500
     field.fill("500")
@@ -98,15 +113,9 @@ def test_the_policy_field_has_the_server_s_bounds_and_refusals_read_as_sentences
     field.fill("1")
     assert not page.is_visible("#policy-problem") and page.is_enabled("[data-policy=scale_out]")
     page.click("[data-policy=scale_out]")
-    refusal = page.wait_for_selector("#scale-preview [data-refused]").inner_text()
-    assert refusal.startswith("Not possible: No usable measured rates yet"), refusal
-    assert "field " not in refusal
-    page.wait_for_function("document.querySelector('#scale-apply').disabled")
+    preview = page.wait_for_selector("[data-testid=scale-preview]").inner_text()
+    assert "instances of" in preview, preview
     page.click("#scale-cancel")
-    # A sink's + is never offered as possible, and says why.
-    plus = page.locator('[data-operator="out"] button.plus')
-    assert plus.get_attribute("aria-disabled") == "true"
-    assert "cannot change live" in plus.get_attribute("title")
 
 
 DAG = {

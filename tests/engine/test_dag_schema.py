@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.dag import JobGraph, output_columns, parse_job_graph
+from engine.dag import JobGraph, known_output_columns, output_columns, parse_job_graph
 from engine.dag.catalog import OPERATOR_TYPES
 from engine.dag.expressions import expression_problems
 from engine.dag.syntax import interval_seconds
@@ -76,3 +76,25 @@ def test_intervals_and_expressions() -> None:
     assert expression_problems("(a = 1") != []
     assert expression_problems("a = 'x") != []
     assert expression_problems("a AND") != []
+
+
+def test_an_unfinished_graph_knows_the_columns_of_its_sound_operators():
+    document = {
+        "name": "unfinished",
+        "operators": [
+            {"id": "events", "type": "source.generator", "params": {"rows_per_second": 10}},
+            {"id": "wide", "type": "map", "params": {"columns": {"double": "amount * 2"}}},
+            {"id": "broken", "type": "filter", "params": {"condition": "amount / 0 > 1 AND"}},
+            {"id": "after", "type": "filter", "params": {"condition": "amount > 1"}},
+        ],
+        "edges": [{"from": "events", "to": "wide"}, {"from": "wide", "to": "broken"},
+                  {"from": "broken", "to": "after"}],
+    }
+    with pytest.raises(DagValidationError) as refused:
+        parse_job_graph(document)
+    problems = refused.value.problems
+    assert any("nothing follows 'AND'" in p.message for p in problems)
+    columns = known_output_columns(document, list(problems))
+    # No sink yet: events and wide are still known; broken and what follows it are not.
+    assert set(columns) == {"events", "wide"}
+    assert "double" in columns["wide"] and "amount" in columns["events"]

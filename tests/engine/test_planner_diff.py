@@ -51,3 +51,13 @@ def test_logic_changes(campaign_graph: JobGraph) -> None:
     assert set(diff.affected_operators) == {"audit"}
     assert {c.detail for c in diff.changes} == {"operator audit added",
                                                  "edge views -> audit added"}
+
+
+def test_moved_key_groups_are_named_in_runs_between_instances():
+    from engine.planner import ranges_moves_detail
+
+    before = [[0, 7, 0], [8, 15, 1]]
+    after = [[0, 3, 0], [4, 9, 1], [10, 15, 0]]
+    assert ranges_moves_detail("counts", 16, before, after) == (
+        "10 of 16 key groups of counts change instance: 4-7 0->1, 10-15 1->0")
+    assert ranges_moves_detail("counts", 16, before, before) is None

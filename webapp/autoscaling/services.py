@@ -100,7 +100,11 @@ def autoscale_evaluate_run(*, run: Run) -> str | None:
     proposal = autoscale_proposal(run=run)
     Run.objects.filter(pk=run.pk).update(autoscale_proposal=proposal)
     changes = proposal.get("changes") or {}
-    if changes != (run.autoscale_proposal or {}).get("changes", {}):
+    before = run.autoscale_proposal or {}
+    # The panel says what the loop does (proposes, waits, cools down): refreshed when that
+    # changes, not only when the proposed changes do.
+    if (changes, proposal.get("action"), proposal.get("note")) != \
+            (before.get("changes", {}), before.get("action"), before.get("note")):
         job_event_publish(job_id=run.job_id, event={
             "type": "run.autoscale", "job": run.job_id, "run": run.pk,
             "mode": run.autoscale_mode, "changes": changes})
@@ -128,7 +132,7 @@ def autoscale_proposal(*, run: Run) -> dict[str, Any]:
     """The decision now, from the epochs measured since the last change took effect, as
     the proposal a person reviews (recommend) or the loop applies (auto)."""
     now = timezone.now()
-    waiting = _waiting(run, now)
+    waiting = autoscale_waiting(run=run, now=now)
     if waiting:
         return {"at": now.isoformat(), "action": "wait", "changes": {}, "reasons": {},
                 "note": waiting}
@@ -164,7 +168,9 @@ def _last_decided(run: Run, now) -> dict[str, Any] | None:
     return {"action": entry.outcome, "age_s": (now - entry.at).total_seconds()}
 
 
-def _waiting(run: Run, now) -> str | None:
+def autoscale_waiting(*, run: Run, now=None) -> str | None:
+    """Why the autoscaler does not decide now (a change pending, or its cooldown), or None."""
+    now = now or timezone.now()
     open_changes = run.reconfigurations.filter(
         status__in=(ReconfigurationStatus.REQUESTED, ReconfigurationStatus.PENDING))
     if open_changes.exists():

@@ -39,10 +39,13 @@ from webapp.engine_gateway.plans import (
     plan_scale_in_by_instances,
     plan_scale_out_instances,
     rebalance_command,
+    rebalance_moves_diff,
     rebalance_weighted_owners,
 )
 from webapp.engine_gateway.rates import (
     load_decide,
+    load_outlook,
+    load_rates_json,
     rates_etp,
     rates_recommend,
 )
@@ -89,9 +92,12 @@ __all__ = [
     "plan_scale_in_by_instances",
     "plan_scale_out_instances",
     "prepare",
+    "load_outlook",
+    "load_rates_json",
     "rates_etp",
     "rates_recommend",
     "rebalance_command",
+    "rebalance_moves_diff",
     "rebalance_weighted_owners",
     "run_driver",
     "sink_target_reserved",

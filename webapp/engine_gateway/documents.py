@@ -21,6 +21,7 @@ from engine.api import (  # noqa: F401 - parser_warm, STAGING_SUFFIX, SinkTarget
     describe,
     document_in_order,
     initial_config,
+    known_output_columns,
     masked_document,
     max_parallelism,
     output_columns,
@@ -177,11 +178,14 @@ def operator_catalog() -> list[dict[str, Any]]:
 
 def dag_check(document: Any) -> dict[str, Any]:
     """Validation for the editor: every problem, and when valid the plan and output columns."""
-    problems = dag_problems(document)
-    if problems:
-        return {"valid": False, "problems": problems}
-
-    graph = _budgeted_graph(document)
+    try:
+        graph = _budgeted_graph(document)
+    except DagValidationError as error:
+        return {"valid": False, "problems": [{"where": p.where, "message": p.message}
+                                             for p in error.problems],
+                "columns": known_output_columns(document, list(error.problems))}
+    except ExpressionParserUnavailable as error:
+        raise ParserUnavailable(str(error)) from None
     return {"valid": True, "problems": [], "plan": plan_job(graph).to_dict(),
             "columns": {op: dict(cols) for op, cols in output_columns(graph).items()}}
 

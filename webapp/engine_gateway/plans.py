@@ -15,7 +15,9 @@ from typing import Any
 from engine.api import (
     CommandRequest,
     JobGraph,
+    describe,
     diff_plans,
+    initial_config,
     logic_change_refused,
     max_parallelism,
     parallelism_limits,
@@ -23,6 +25,7 @@ from engine.api import (
     plan_job,
     plan_scale_in_instances,
     plan_scale_out,
+    ranges_moves_detail,
     state_kind_of,
     stored_job_graph,
     weighted_assignment,
@@ -116,6 +119,20 @@ def plan_logic(document: dict[str, Any], *, operator: Any, params: Any) -> dict[
     if after == graph.to_dict():
         raise _problem("field params", f"{operator!r} already has these params")
     return after
+
+
+def rebalance_moves_diff(document: dict[str, Any], *, operator: str,
+                         before: list[list[int]] | None, after: list[list[int]]) -> dict[str, Any]:
+    """A rebalance's plan diff once applied: the key groups that moved, from the ranges before
+    (``None``: the run's first assignment) and after, as the driver acknowledged them."""
+    graph = stored_job_graph(document)
+    if before is None:
+        config = initial_config(plan_job(graph))
+        before = describe(config, operator)["ranges"]
+    detail = ranges_moves_detail(operator, graph.key_groups, before, after) or \
+        f"no key group of {operator} changes instance"
+    return {"kinds": ["workload"], "affected_operators": [operator],
+            "changes": [{"kind": "workload", "operators": [operator], "detail": detail}]}
 
 
 def plan_check_rebalance(document: dict[str, Any], *, operator: Any, assignment: Any) -> Any:

@@ -11,10 +11,13 @@ from engine.api import (
     LastChange,
     autoscale_decide,
     compute_etp,
+    load_rates,
     parallelism_limits,
     parse_job_graph,
     parse_rates,
+    predict_change,
     recommend_parallelism,
+    stored_job_graph,
 )
 from webapp.errors import ServiceError
 
@@ -24,6 +27,23 @@ def rates_etp(document: dict[str, Any], rates: dict[str, Any]) -> dict[str, Any]
     graph = parse_job_graph(document)
     result = compute_etp(graph, measured_rates(rates, graph))
     return {"etp": dict(result.etp), "congested": list(result.congested)}
+
+
+def load_rates_json(document: dict[str, Any], epochs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rates the policies plan with, from the load model of the stored ``epochs`` (oldest
+    first): demanded rates against each unit's capacity, as the run page judges congestion."""
+    graph = stored_job_graph(document)
+    return {op: rates.to_dict() for op, rates in load_rates(graph, epochs).items()}
+
+
+def load_outlook(before: dict[str, Any], after: dict[str, Any],
+                 epochs: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{"now", "after"}``: congestion, ETP, the run's capacity and its backlog's drain time
+    as measured over ``epochs`` and as predicted with ``after``'s instances."""
+    graph = stored_job_graph(before)
+    parallelism = {op.id: op.parallelism for op in stored_job_graph(after).operators}
+    return {side: outlook.to_dict()
+            for side, outlook in predict_change(graph, epochs, parallelism).items()}
 
 
 def rates_recommend(document: dict[str, Any], rates: dict[str, Any]) -> dict[str, int]:

@@ -20,15 +20,24 @@ from webapp.pages import selectors
 from webapp.pages.lookups import int_or_none
 from webapp.pages.views import _page_or_partial
 
+# The figures before and after a change that are durations, shown as every page shows them.
+FIGURE_DURATIONS = (("latency p50", "latency_p50_ms"), ("latency p99", "latency_p99_ms"),
+                    ("batch duration", "batch_duration_ms"))
+
 
 def history_filter(params) -> AuditFilter:
+    action, outcome = params.get("action") or None, params.get("outcome") or None
+    if action in selectors.SETTLED:
+        # How a change ended is shown on its request's entry, not as an entry of its own:
+        # "reconfiguration.applied" finds the changes that were applied.
+        action, outcome = "reconfiguration.", outcome or action.split(".", 1)[1]
     return AuditFilter(
         job_id=int_or_none(params.get("job")),
         actor=params.get("actor") or None,
-        action=params.get("action") or None,
+        action=action,
         since=_datetime_or_none(params.get("since")),
         until=_datetime_or_none(params.get("until")),
-        outcome=params.get("outcome") or None,
+        outcome=outcome,
     )
 
 
@@ -54,6 +63,8 @@ def history(request):
         "query": request.GET.urlencode(),
         "since": request.GET.get("since", ""),
         "until": request.GET.get("until", ""),
+        "figure_durations": FIGURE_DURATIONS,
+        "time_zone": timezone.get_current_timezone_name(),
         "nav": "history",
         "heading": "History",
     }

@@ -131,7 +131,9 @@ def run_series(request, run_id: int):
 @require_GET
 def run_reconfiguration_list(request, run_id: int):
     run = run_or_404(run_id)
-    context = {**_run_context(run), "reconfigurations": selectors.run_reconfigurations(run=run)}
+    # The heading's "plan of vN" comes along (out of band): a move to a version changes it.
+    context = {**_run_context(run), "reconfigurations": selectors.run_reconfigurations(run=run),
+               "plan_version": reconfiguration_selectors.run_plan_version(run=run), "oob": True}
     return render(request, "pages/partials/reconfigurations.html", context)
 
 

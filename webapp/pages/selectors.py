@@ -11,7 +11,9 @@ from django.db.models.functions import Coalesce
 from webapp import engine_gateway
 from webapp.audit.models import AuditEntry
 from webapp.audit.selectors import AuditFilter, audit_entries_narrowed
+from webapp.errors import ServiceError
 from webapp.jobs.models import OperatorEpoch, Reconfiguration, Run
+from webapp.reconfigurations import figures
 from webapp.runs.broker import run_broker_sources
 from webapp.runs.inspection import run_keyed_operators
 from webapp.runs.selectors import SNAPSHOT_EPOCHS, reconfiguration_as_json
@@ -40,13 +42,32 @@ def operator_limits(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
         return {}
 
 
-def policy_bounds(*, run: Run) -> dict[str, int]:
+def policy_bounds(*, run: Run) -> dict[str, Any]:
     """How many instances the page's Add… and Remove… may ask for: the bounds the server
-    enforces for this run's current plan."""
+    enforces for this run's current plan, and of those to add, as many as the ETP policy
+    would place now (with ``add_reason`` saying why none, in the words of its refusal)."""
+    document = run.target_dag or run.version.dag
     try:
-        return engine_gateway.dag_headroom(run.target_dag or run.version.dag)
+        bounds: dict[str, Any] = dict(engine_gateway.dag_headroom(document))
     except Exception:  # noqa: BLE001 - an unplannable document offers no policy change
         return {"add": 0, "remove": 0}
+    if bounds["add"]:
+        bounds["add"], bounds["add_reason"] = _placeable(run, document, bounds["add"])
+    return bounds
+
+
+def _placeable(run: Run, document: dict[str, Any], room: int) -> tuple[int, str]:
+    """Instances the ETP policy places now, out of ``room``, and why it places none."""
+    rates = figures.measured_rates(run=run)
+    if not rates:
+        return 0, "no epoch has been measured yet"
+    try:
+        after = engine_gateway.plan_scale_out_instances(document, rates=rates, instances=room)
+    except ServiceError as error:
+        return 0, "; ".join(p.get("message", "") for p in error.problems) or str(error)
+    before = engine_gateway.dag_parallelism(document)
+    return sum(n - before.get(op, n) for op, n in engine_gateway.dag_parallelism(after).items()
+               ), ""
 
 
 def run_page_config(*, run: Run, can_operate: bool) -> dict[str, Any]:
@@ -57,6 +78,8 @@ def run_page_config(*, run: Run, can_operate: bool) -> dict[str, Any]:
         "run": run.pk,
         "job": run.job_id,
         "status": run.status,
+        # Since when the run is doing what it does before its first epoch (the progress line).
+        "status_since": (run.driver_launched_at or run.created_at).isoformat(),
         "dag": engine_gateway.dag_shown(document),
         # What the driver acknowledged (the document may hold requests still pending).
         "parallelism": run.parallelism,

@@ -18,7 +18,11 @@ def users(request):
     context: dict = {"nav": "users", "roles": Role.choices, "form": {}}
     if request.method == "POST":
         form = request.POST
-        context["form"] = {"username": form.get("username", ""), "role": form.get("role", "")}
+        # Kept as typed when the server refuses, the password included: the person fixes the
+        # field named in the error, not every field again.
+        context["form"] = {"username": form.get("username", ""), "role": form.get("role", ""),
+                           "password": form.get("password", ""),
+                           "token": form.get("token") == "on"}
         try:
             user, token = services.user_add(
                 actor=request.user,
@@ -28,11 +32,11 @@ def users(request):
                 token=form.get("token") == "on",
             )
         except ServiceError as error:
-            context["error"] = str(error)
+            context["add_error"] = str(error)
         else:
             context.update(created=user, token=token, form={})
     context["users"] = selectors.user_list()
-    status = 400 if "error" in context else 200
+    status = 400 if "add_error" in context else 200
     return render(request, "pages/users.html", context, status=status)
 
 

@@ -12,9 +12,26 @@ from webapp.jobs.models import OperatorEpoch, Run, RunEpoch
 WINDOW_EPOCHS = 5
 
 
+def recent_loads(*, run: Run, epochs: int = WINDOW_EPOCHS) -> list[dict[str, Any]]:
+    """The stored load of the run's last epochs, oldest first, if each has what the load
+    model reads (its interval, its operators as the plan has them); [] otherwise."""
+    loads = list(run.epochs.order_by("-epoch").values_list("load", flat=True)[:epochs])[::-1]
+    operators = {o["id"] for o in run.target_dag.get("operators", [])}
+    usable = [load for load in loads if load and load.get("interval_ms")
+              and set(load.get("operators") or {}) == operators]
+    return usable if usable and len(usable) == len(loads) else []
+
+
 def measured_rates(*, run: Run, epochs: int = WINDOW_EPOCHS) -> dict[str, dict[str, float]]:
-    """Per-operator rates (the rates document of the what-if commands), averaged over the last
-    epochs: input, true processing (rows per busy second, all instances) and output."""
+    """Per-operator rates (the rates document of the what-if commands) over the last epochs:
+    from the load model of their stored load (what the run page's congestion is judged by),
+    or, for epochs recorded without one, the averages of their input, true processing (rows
+    per busy second, all instances) and output rates."""
+    loads = recent_loads(run=run, epochs=epochs)
+    if loads:
+        from webapp import engine_gateway
+
+        return engine_gateway.load_rates_json(run.target_dag, loads)
     last = run.epochs.order_by("-epoch").values_list("epoch", flat=True)[:epochs]
     rows = (OperatorEpoch.objects.filter(run=run, epoch__in=list(last))
             .values("operator_id")
@@ -82,9 +99,18 @@ def _sources(document: dict[str, Any]) -> set[str]:
 
 
 def predicted_effect(*, run: Run, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """ETP and congestion now and as projected after the change: each operator's processing
-    and output rates scale with its parallelism (the Stela projection)."""
+    """ETP and congestion now and as projected after the change, with the run's capacity and
+    its backlog's drain time, from the load model of the last epochs (the run page's); for
+    epochs recorded without a load, each operator's processing and output rates scaled with
+    its parallelism (the Stela projection)."""
     from webapp import engine_gateway
+
+    loads = recent_loads(run=run)
+    if loads:
+        try:
+            return engine_gateway.load_outlook(before, after, loads)
+        except Exception:  # noqa: BLE001 - a prediction is advisory, as below
+            return {}
 
     rates = measured_rates(run=run)
     if not rates:

@@ -274,6 +274,8 @@ def reconfiguration_acknowledge(
             return reconfiguration
         reconfiguration.acks = [*reconfiguration.acks, _ack_record(ack)]
         if ack.status == "applied":
+            if reconfiguration.kind == ReconfigurationKind.REBALANCE:
+                _note_moves(run, reconfiguration, ack)
             _note_applied(run, ack)
         _complete_if_all_acked(run, reconfiguration)
         reconfiguration.save()
@@ -281,6 +283,17 @@ def reconfiguration_acknowledge(
             _audit_outcome(reconfiguration)
         _publish(reconfiguration)
     return reconfiguration
+
+
+def _note_moves(run: Run, reconfiguration: Reconfiguration, ack: engine_gateway.Ack) -> None:
+    """A rebalance's plan diff names the key groups it moved: the driver's weighing decides
+    which, so they are known once it acknowledges the new ranges."""
+    after = (ack.after or {}).get("ranges")
+    if not ack.operator or not after:
+        return
+    before = (ack.before or {}).get("ranges") or (run.assignment or {}).get(ack.operator)
+    reconfiguration.plan_diff = engine_gateway.rebalance_moves_diff(
+        run.target_dag, operator=ack.operator, before=before, after=after)
 
 
 def _note_applied(run: Run, ack: engine_gateway.Ack) -> None:

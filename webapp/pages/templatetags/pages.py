@@ -29,6 +29,16 @@ def rate(value: Any) -> str:
 
 
 @register.filter
+def duration_ms(value: Any) -> str:
+    """Milliseconds as every page shows them (charts.js formatMs): "640 ms" below 10 s,
+    "92.9 s" from there."""
+    if value is None or value == "":
+        return "—"
+    value = float(value)
+    return f"{value / 1000:.1f} s" if value >= 10_000 else f"{value:.0f} ms"
+
+
+@register.filter
 def first_line(text: Any) -> str:
     """The first non-empty line of a text (a failure cause's headline)."""
     for line in str(text or "").splitlines():

@@ -11,6 +11,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from engine.dag import CLOCK_SOURCES, JobGraph
 from engine.runtime.errors import UnsupportedJobError
+from engine.runtime.io.broker.nats_client import NatsSpec
+from engine.runtime.io.broker.nats_offsets import sequences_taken, take_sequences
+from engine.runtime.io.broker.nats_stream import nats_rows
 from engine.runtime.io.broker.redis_stream import entries_taken, stream_rows, take_entries
 from engine.runtime.io.broker.spec import StreamSpec
 from engine.runtime.io.source_load import ClockSource
@@ -36,6 +39,8 @@ def take(graph: JobGraph, op_id: str, previous: Any, clock: ClockSource | None,
         return {"files": new_files(op.params, files_taken)}
     if op.type == "source.redis_stream":
         return take_entries(StreamSpec.from_params(op_id, op.params), previous)
+    if op.type == "source.nats":
+        return take_sequences(NatsSpec.from_params(op_id, op.params), previous)
     raise UnsupportedJobError(f"source {op_id!r}: type {op.type!r} is not supported")
 
 
@@ -46,6 +51,8 @@ def taken_count(graph: JobGraph, op_id: str, taken: Any) -> int:
         return int(taken[1]) - int(taken[0])
     if op.type == "source.files":
         return len(taken["files"])
+    if op.type == "source.nats":
+        return sequences_taken(taken)
     return entries_taken(taken)
 
 
@@ -69,6 +76,8 @@ def source_rows(
                                       partitions[op_id])
         elif op.type == "source.files":
             frames[op_id] = file_rows(spark, op.params, part["files"])
+        elif op.type == "source.nats":
+            frames[op_id] = nats_rows(spark, NatsSpec.from_params(op_id, op.params), part)
         else:
             frames[op_id] = stream_rows(spark, StreamSpec.from_params(op_id, op.params), part)
     return frames

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.dag import JobGraph
+from engine.dag import BROKER_SOURCE_TYPES, JobGraph
+from engine.runtime.io.broker.nats_client import NatsSpec
+from engine.runtime.io.broker.nats_offsets import nats_lags
 from engine.runtime.io.broker.redis_offsets import stream_lags, with_reconnect
 from engine.runtime.io.broker.spec import StreamSpec
-
-BROKER_TYPES = frozenset({"source.redis_stream"})
 
 
 def broker_lags(graph: JobGraph, planned: Mapping[str, Any]) -> dict[str, dict[str, int]]:
@@ -22,7 +22,9 @@ def broker_lags(graph: JobGraph, planned: Mapping[str, Any]) -> dict[str, dict[s
     lags = {}
     for op_id in graph.sources():
         op = graph.operator(op_id)
-        if op.type in BROKER_TYPES and op_id in planned:
+        if op.type == "source.nats" and op_id in planned:
+            lags[op_id] = nats_lags(NatsSpec.from_params(op_id, op.params), planned[op_id]["end"])
+        elif op.type in BROKER_SOURCE_TYPES and op_id in planned:
             spec = StreamSpec.from_params(op_id, op.params)
             lags[op_id] = _lags_of(spec, planned[op_id]["end"])
     return lags

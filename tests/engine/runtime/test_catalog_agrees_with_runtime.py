@@ -25,6 +25,7 @@ SAMPLES: dict[str, Any] = {
     # A broker source's params are only parsed here: nothing connects to the URL.
     "redis_url": "redis://broker.invalid/0", "stream_names": ["catalog-walk"],
     "stream_start": "latest", "stream_payload": "fields",
+    "nats_url": "nats://broker.invalid:4222", "sequence_start": "latest",
 }
 
 
@@ -53,6 +54,8 @@ def minimal_document(op_type: str) -> dict[str, Any]:
 
 def _builders(spark) -> dict[str, Callable[[dict[str, Any]], Any]]:  # noqa: ANN001
     """How the runtime takes each operator type's params: what a run builds from them."""
+    from engine.runtime.io.broker.nats_client import NatsSpec
+    from engine.runtime.io.broker.nats_stream import nats_rows
     from engine.runtime.io.broker.redis_stream import stream_rows
     from engine.runtime.io.broker.spec import StreamSpec
     from engine.runtime.io.sinks import build_sink
@@ -83,6 +86,9 @@ def _builders(spark) -> dict[str, Callable[[dict[str, Any]], Any]]:  # noqa: ANN
         "source.files": lambda p: file_rows(spark, p, new_files(p, ())),
         "source.redis_stream": lambda p: stream_rows(
             spark, StreamSpec.from_params("under_test", p),
+            {"start": {"streams": {}}, "end": {"streams": {}}}),
+        "source.nats": lambda p: nats_rows(
+            spark, NatsSpec.from_params("under_test", p),
             {"start": {"streams": {}}, "end": {"streams": {}}}),
         "filter": stateless("filter"), "map": stateless("map"),
         **{name: keyed(name) for name in KEYED_SPECS},

@@ -30,20 +30,23 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from engine.runtime.io.broker.nats_client import REQUEST_TIMEOUT_S, NatsSpec, with_nats
-from engine.runtime.io.broker.nats_offsets import Offset
+from engine.runtime.io.broker.nats_offsets import Offset, sequences_taken
 from engine.runtime.io.broker.redis_stream import rows_to_batch
 from engine.runtime.io.broker.spec import ENTRY_TIME, decode_entry
 
-# Sequences one partition reads: enough that a consumer's set-up is small beside its
-# messages, few enough that an epoch's range spreads over the cores.
-PART_SEQUENCES = 50_000
+# Sequences one partition reads: at least enough that a consumer's set-up is small beside
+# its messages, at most few enough that a part's bodies stay a few MB; between, an epoch's
+# range is cut into as many parts as Spark has cores.
+MIN_PART, MAX_PART = 2_000, 50_000
 _STATUS = "Status"
 
 
 def nats_rows(spark: SparkSession, spec: NatsSpec, taken: dict[str, Offset]) -> DataFrame:
     """The rows of an epoch's messages: one partition per part of each stream's range."""
     schema = _schema(spec)
-    parts = tuple(part_ranges(taken, PART_SEQUENCES))
+    cores = spark.sparkContext.defaultParallelism
+    size = min(MAX_PART, max(MIN_PART, -(-sequences_taken(taken) // cores)))
+    parts = tuple(part_ranges(taken, size))
     if not parts:
         return spark.createDataFrame([], schema)
     reader = partial(_read_parts, spec, parts, schema)

@@ -23,7 +23,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 from nats.aio.client import Client
-from nats.aio.msg import Msg
 from nats.js import api
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -38,7 +37,7 @@ from engine.runtime.io.broker.spec import ENTRY_TIME, decode_entry
 # its messages, at most few enough that a part's bodies stay a few MB; between, an epoch's
 # range is cut into as many parts as Spark has cores.
 MIN_PART, MAX_PART = 2_000, 50_000
-_STATUS = "Status"
+_STATUS_LINE = b"NATS/1.0 "  # headers opening with a status code: a status, not a message
 
 
 def nats_rows(spark: SparkSession, spec: NatsSpec, taken: dict[str, Offset]) -> DataFrame:
@@ -88,38 +87,58 @@ async def read_messages(client: Client, *, stream: str, after: int,
     consumer = await js.add_consumer(stream, config=api.ConsumerConfig(
         deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=after + 1,
         ack_policy=api.AckPolicy.NONE, mem_storage=True, inactive_threshold=REQUEST_TIMEOUT_S))
+    loop = asyncio.get_running_loop()
     bodies: list[bytes] = []
-    seqs: list[int] = []
-    times: list[int] = []
-    done = asyncio.get_running_loop().create_future()
-    heard = [asyncio.get_running_loop().time()]
+    replies: list[bytes] = []
+    done = loop.create_future()
+    heard = [loop.time()]
+    inbox = client.new_inbox()
+    subscription = await client.subscribe(inbox)
+    delivered = client._process_msg
 
-    async def take(msg: Msg) -> None:
-        heard[0] = asyncio.get_running_loop().time()
-        if msg.headers and _STATUS in msg.headers:  # no more messages: the stream ends
+    # The client's parser hands each message here; the part's are kept as they come,
+    # without the message object, queue and callback the client makes for each (which cost
+    # more than the rest of the read together).
+    async def take(sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes) -> None:
+        if sid != subscription._id:
+            await delivered(sid, subject, reply, data, headers)
+            return
+        heard[0] = loop.time()
+        if headers and headers.startswith(_STATUS_LINE):  # no more messages: the stream ended
             _settle(done)
             return
-        seq, at_ns = _position(msg.reply)
-        if seq <= until:
-            bodies.append(msg.data)
-            seqs.append(seq)
-            times.append(at_ns)
-        if seq >= until:
+        bodies.append(data)
+        replies.append(reply)
+        if len(bodies) == until - after:  # as many as asked for: the request is complete
             _settle(done)
 
-    inbox = client.new_inbox()
-    subscription = await client.subscribe(inbox, cb=take, pending_msgs_limit=-1,
-                                          pending_bytes_limit=-1)
-    request = f'{{"batch": {until - after}, "no_wait": true}}'.encode()
-    await client.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer.name}", request,
-                         reply=inbox)
-    while not done.done():  # each message resets the wait: a long range is not a timeout
-        await asyncio.wait({done}, timeout=1.0)
-        if asyncio.get_running_loop().time() - heard[0] > REQUEST_TIMEOUT_S:
-            raise TimeoutError(f"no message from stream {stream!r} for {REQUEST_TIMEOUT_S:g} s")
+    client._process_msg = take  # type: ignore[method-assign]
+    try:
+        request = f'{{"batch": {until - after}, "no_wait": true}}'.encode()
+        await client.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer.name}", request,
+                             reply=inbox)
+        while not done.done():  # each message resets the wait: a long part is no timeout
+            await asyncio.wait({done}, timeout=1.0)
+            if loop.time() - heard[0] > REQUEST_TIMEOUT_S:
+                raise TimeoutError(f"no message from stream {stream!r} in "
+                                   f"{REQUEST_TIMEOUT_S:g} s")
+    finally:
+        client._process_msg = delivered  # type: ignore[method-assign]
     await subscription.unsubscribe()
     await js.delete_consumer(stream, consumer.name)
-    return bodies, seqs, times
+    return _in_range(bodies, replies, until)
+
+
+def _in_range(bodies: list[bytes], replies: list[bytes],
+              until: int) -> tuple[list[bytes], list[int], list[int]]:
+    """The messages up to sequence ``until`` (a part whose range lost messages is sent
+    more from after it), with their sequences and times."""
+    positions = [_position(reply.decode()) for reply in replies]
+    kept = [i for i, (seq, _) in enumerate(positions) if seq <= until]
+    if len(kept) == len(bodies):
+        return bodies, [p[0] for p in positions], [p[1] for p in positions]
+    return ([bodies[i] for i in kept], [positions[i][0] for i in kept],
+            [positions[i][1] for i in kept])
 
 
 def _settle(done: asyncio.Future[None]) -> None:

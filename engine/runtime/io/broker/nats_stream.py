@@ -24,11 +24,17 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 from nats.aio.client import Client
 from nats.js import api
+from nats.js.errors import NotFoundError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from engine.runtime.io.broker.nats_client import REQUEST_TIMEOUT_S, NatsSpec, with_nats
+from engine.runtime.io.broker.nats_client import (
+    REQUEST_TIMEOUT_S,
+    MissingStream,
+    NatsSpec,
+    with_nats,
+)
 from engine.runtime.io.broker.nats_offsets import Offset, sequences_taken
 from engine.runtime.io.broker.redis_stream import rows_to_batch
 from engine.runtime.io.broker.spec import ENTRY_TIME, decode_entry
@@ -84,9 +90,13 @@ async def read_messages(client: Client, *, stream: str, after: int,
     """Bodies, stream sequences and stream times (ns) of the messages of ``stream`` with
     sequences in ``(after, until]``, oldest first."""
     js = client.jetstream(timeout=REQUEST_TIMEOUT_S)
-    consumer = await js.add_consumer(stream, config=api.ConsumerConfig(
-        deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=after + 1,
-        ack_policy=api.AckPolicy.NONE, mem_storage=True, inactive_threshold=REQUEST_TIMEOUT_S))
+    try:
+        consumer = await js.add_consumer(stream, config=api.ConsumerConfig(
+            deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=after + 1,
+            ack_policy=api.AckPolicy.NONE, mem_storage=True,
+            inactive_threshold=REQUEST_TIMEOUT_S))
+    except NotFoundError:  # deleted since the epoch was planned
+        raise MissingStream(stream) from None
     loop = asyncio.get_running_loop()
     bodies: list[bytes] = []
     replies: list[bytes] = []

@@ -28,8 +28,8 @@ def main(argv: list[str] | None = None) -> int:
                         "or HTTP clients (api, default 50)")
     parser.add_argument("--seconds", type=float, default=30.0, help="load duration (api)")
     parser.add_argument("--rescales", type=int, default=20, help="API rescales (control)")
-    parser.add_argument("--only", choices=["redis_stream"],
-                        help="throughput: measure only this row (Redis stream source)")
+    parser.add_argument("--only", choices=["redis_stream", "nats"],
+                        help="throughput: measure only this row (Redis stream or NATS source)")
     parser.add_argument("--overload", type=float, default=1.4,
                         help="offered over what the job takes at parallelism 1 (autoscale)")
     parser.add_argument("--rate", type=int, help="rows/s offered, instead of --overload")
@@ -74,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         from engine.runtime.spark.session import build_session
 
         result = measure_redis_row(build_session(app_name="bench-throughput"))
+    elif args.benchmark == "throughput" and args.only == "nats":
+        from bench.nats_source import measure_nats_row
+        from engine.runtime.spark.session import build_session
+
+        result = measure_nats_row(build_session(app_name="bench-throughput"))
     elif args.benchmark == "state":
         from bench.state import measure as measure_state
 

@@ -23,6 +23,7 @@ REPORT_PATH = BENCH_DIR.parent / "docs" / "benchmarks.md"
 BENCHES: dict[str, str] = {
     "throughput": "throughput",
     "throughput-redis_stream": "redis_source",
+    "throughput-nats": "nats_source",
     "rescale": "rescale",
     "control": "control_plane",
     "state": "state",
@@ -71,6 +72,7 @@ TARGETS: dict[str, dict[str, Target]] = {
         "redis_vs_generator_2": _at_least("redis_vs_generator_2", 0.8),
         "redis_vs_generator_8": _at_least("redis_vs_generator_8", 0.8),
     },
+    "throughput-nats": {"nats_vs_generator": _at_least("nats_vs_generator", 0.8)},
     "state": {
         "vsn_growth": _at_most("vsn_growth", 1.3),
         "redis_growth": _at_most("redis_growth", 1.3),

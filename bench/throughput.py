@@ -14,6 +14,7 @@ Headline figures:
 - ``vsn_rows_per_s`` / ``spark_rows_per_s``: input rows per second of steady epochs;
 - ``ratio``: VSN's rows per second over Spark's;
 - ``redis_stream``: the Redis stream source's row (``bench.redis_source``).
+- ``nats``: the NATS JetStream source's row (``bench.nats_source``).
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ def measure(
         progress = run_vsn(spark, rows_per_batch, epochs, parallelism)
         return [progress_ms(p) for p in progress[WARMUP:]]
 
+    from bench.nats_source import measure_nats_row
     from bench.redis_source import measure_redis_row
 
     spark_ms, vsn_ms = alternating_rounds(builtin, vsn, rounds)
@@ -87,4 +89,4 @@ def measure(
         **side_by_side(rows_per_batch, ("vsn", vsn_ms), ("spark", spark_ms), ratio="ratio"),
     }
     print(f"[bench throughput] {json.dumps(figures)}", file=sys.stderr, flush=True)
-    return {**figures, "redis_stream": measure_redis_row(spark)}
+    return {**figures, "redis_stream": measure_redis_row(spark), "nats": measure_nats_row(spark)}

@@ -9,6 +9,7 @@ holds it to that), so the engine's inside can move without the web application n
 from __future__ import annotations
 
 from engine.dag import (
+    BROKER_SOURCE_TYPES,
     OPERATOR_TYPES,
     JobGraph,
     known_output_columns,
@@ -44,6 +45,7 @@ from engine.runtime.operators.changes import logic_change_refused
 __all__ = [
     "MAX_KEY_GROUPS",
     "MAX_NAME_LENGTH",
+    "BROKER_SOURCE_TYPES",
     "OPERATOR_TYPES",
     "STAGING_SUFFIX",
     "Ack",

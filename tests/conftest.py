@@ -29,21 +29,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def service_urls() -> dict[str, str]:
-    """The Postgres and Redis URLs the suite uses: from the environment, else the embedded servers.
+    """The Postgres, Redis and NATS URLs the suite uses: from the environment, else the embedded
+    servers.
 
     Engine tests that need a real Postgres or Redis take them from here, so the suite runs with
     nothing configured, like the product.
     """
     database_url = os.environ.get("DATABASE_URL")
     redis_url = os.environ.get("REDIS_URL")
-    if not database_url or not redis_url:
+    nats_url = os.environ.get("NATS_URL")
+    if not database_url or not redis_url or not nats_url:
         from webapp import embedded
         from webapp.config import load_config
 
         var_dir = load_config().var_dir
         database_url = database_url or embedded.ensure_postgres(var_dir=var_dir)
         redis_url = redis_url or embedded.ensure_redis(var_dir=var_dir)
-    return {"database_url": database_url, "redis_url": redis_url}
+        nats_url = nats_url or embedded.ensure_nats(var_dir=var_dir)
+    return {"database_url": database_url, "redis_url": redis_url, "nats_url": nats_url}
 
 
 @pytest.fixture(scope="session")

@@ -47,6 +47,8 @@ class Config:
     web_queue: int
     metrics_full_resolution_s: int
     state_redis_url: str | None = None
+    nats_url: str | None = None
+    """The NATS server (with JetStream) that ``env:NATS_URL`` in a ``source.nats`` names."""
     run_start_timeout_s: int = 300
     autoscale_down_window_s: int = 300
     """How long a run is calm before the autoscaler scales it down; no decision of the
@@ -73,6 +75,9 @@ def load_config(environ: Mapping[str, str] | None = None) -> Config:
     allowed_hosts = _allowed_hosts(env)
     if state_redis_url is not None:
         _check_redis_url(state_redis_url, name="STATE_REDIS_URL")
+    nats_url = _optional(env, "NATS_URL")
+    if nats_url is not None:
+        _check_nats_url(nats_url)
     return Config(
         var_dir=var_dir,
         database_url=database_url,
@@ -90,6 +95,7 @@ def load_config(environ: Mapping[str, str] | None = None) -> Config:
         secure_cookies=_bool(env, "SECURE_COOKIES",
                              default=not debug and not _loopback_only(allowed_hosts)),
         state_redis_url=state_redis_url,
+        nats_url=nats_url,
         run_start_timeout_s=_positive_int(env, "RUN_START_TIMEOUT_S", default=300),
         web_workers=_positive_int(env, "WEB_WORKERS", default=1),
         web_threads=_positive_int(env, "WEB_THREADS", default=4),
@@ -201,6 +207,13 @@ def _check_redis_url(url: str, *, name: str = "REDIS_URL") -> None:
     db = parts.path.lstrip("/")
     if db and not db.isdigit():
         raise ConfigError(f"{name}={url!r} has a database {db!r} that is not a number")
+
+
+def _check_nats_url(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in {"nats", "tls"} or not parts.hostname:
+        raise ConfigError(f"NATS_URL={url!r} is not a nats:// or tls:// URL with a host")
+    _check_port("NATS_URL", url, parts)
 
 
 def _check_port(name: str, url: str, parts) -> None:  # noqa: ANN001 - SplitResult

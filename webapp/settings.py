@@ -36,8 +36,19 @@ def _state_redis_url() -> str | None:
     return embedded.ensure_state_redis(var_dir=CONFIG.var_dir)
 
 
+def _nats_url() -> str:
+    """The NATS that ``source.nats`` jobs reach by ``env:NATS_URL``: the configured one, or a
+    private one with JetStream under var/."""
+    if CONFIG.nats_url is not None:
+        return CONFIG.nats_url
+    from webapp import embedded
+
+    return embedded.ensure_nats(var_dir=CONFIG.var_dir)
+
+
 DATABASE_URL, REDIS_URL = _service_urls()
 STATE_REDIS_URL = _state_redis_url()
+NATS_URL = _nats_url()
 SPARK_MASTER = CONFIG.spark_master
 VAR_DIR = CONFIG.var_dir
 AUDIT_RETENTION_DAYS = CONFIG.audit_retention_days

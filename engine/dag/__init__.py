@@ -4,7 +4,7 @@
 >>> graph.topological_order(), output_columns(graph)
 """
 
-from engine.dag.catalog import OPERATOR_TYPES, OperatorType, ParamSpec
+from engine.dag.catalog import BROKER_SOURCE_TYPES, OPERATOR_TYPES, OperatorType, ParamSpec
 from engine.dag.model import DEFAULT_KEY_GROUPS, Edge, JobGraph, Operator
 from engine.dag.params import params_with_defaults
 from engine.dag.schema import output_columns
@@ -26,6 +26,7 @@ from engine.dag.validate import (
 )
 
 __all__ = [
+    "BROKER_SOURCE_TYPES",
     "CLOCK_SOURCES",
     "fixed_parallelism_reason",
     "DEFAULT_KEY_GROUPS",

@@ -37,6 +37,8 @@ ParamKind = Literal[
     "stream_names",  # non-empty list of distinct stream keys
     "stream_start",  # earliest | latest | mapping stream -> entry id
     "stream_payload",  # fields | json
+    "nats_url",  # nats://[user:password@]host[:port] or tls://..., or env:NAME
+    "sequence_start",  # earliest | latest | mapping stream -> stream sequence to read after
 ]
 
 
@@ -176,6 +178,31 @@ _SOURCES = (
         doc="Entries of Redis Streams, exactly once, with offsets in the run's checkpoint; "
         "entries that do not fit the schema are counted as dead letters.",
     ),
+    _source(
+        "source.nats",
+        params=(
+            _p("url", "nats_url", required=True,
+               doc="the NATS server; its password is never shown"),
+            _p("streams", "stream_names", required=True,
+               doc="JetStream stream names; each epoch's range of a stream is read in parallel "
+               "parts"),
+            _p("start", "sequence_start", default="latest",
+               doc="earliest, latest, or {stream: sequence} to read after"),
+            _p("max_entries_per_epoch", "positive_int", default=10000,
+               doc="cap of messages read per epoch, all streams together", maximum=10_000_000),
+            _p("schema", "schema", required=True,
+               doc="column -> type decoded from each message's JSON object"),
+            _p("time_field", "column",
+               doc="a timestamp column of the schema holding event time; omitted: the "
+               "message's stream time as event_time"),
+            _p("reconnect_seconds", "non_negative_float", default=30.0,
+               doc="how long to wait for an unreachable server before the run fails",
+               maximum=3600),
+        ),
+        doc="Messages of NATS JetStream streams (JSON objects), exactly once, with stream "
+        "sequences in the run's checkpoint; messages that do not fit the schema are counted as "
+        "dead letters.",
+    ),
 )
 
 # The params of the keyed operators that match rows at most `within` apart: join and dedupe.
@@ -255,6 +282,9 @@ _SINKS = (
         "runs.",
     ),
 )
+
+BROKER_SOURCE_TYPES = frozenset({"source.redis_stream", "source.nats"})
+"""Sources that read a broker: offsets in the epoch's plan, lag as backlog, dead letters."""
 
 OPERATOR_TYPES: dict[str, OperatorType] = {t.name: t for t in (*_SOURCES, *_OPERATORS, *_SINKS)}
 """Every operator type the engine knows, by name."""

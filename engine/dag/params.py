@@ -232,6 +232,34 @@ def _redis_url(value: Any) -> str | None:
     return None
 
 
+def _nats_url(value: Any) -> str | None:
+    if isinstance(value, str) and (len(value) > MAX_STRING or not value.isprintable()):
+        return f"must be at most {MAX_STRING} printable characters"
+    if isinstance(value, str) and value.startswith("env:"):
+        name = value[len("env:"):]
+        return None if ENV_NAME.match(name) else f"names no environment variable: {value!r}"
+    try:
+        parts = urlsplit(value) if isinstance(value, str) else None
+        if parts is not None:
+            parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("nats", "tls") or parts.path not in ("", "/"):
+        return ("must be a URL like nats://host:4222 (nats or tls scheme) "
+                "or env:NAME (the URL in the driver's environment variable NAME)")
+    return None if parts.hostname else "names no host"
+
+
+def _sequence_start(value: Any) -> str | None:
+    if value in START_POSITIONS:
+        return None
+    if isinstance(value, Mapping) and value and all(
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in value.values()
+    ):
+        return None
+    return f"must be earliest, latest or {{stream: sequence number like 41}}, got {value!r}"
+
+
 def _stream_names(value: Any) -> str | None:
     if not isinstance(value, list) or not value or any(
         not isinstance(v, str) or not v.strip() for v in value
@@ -272,4 +300,6 @@ _CHECKS: dict[ParamKind, Check] = {
     "stream_names": _stream_names,
     "stream_start": _stream_start,
     "stream_payload": _one_of(PAYLOADS),
+    "nats_url": _nats_url,
+    "sequence_start": _sequence_start,
 }

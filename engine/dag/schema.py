@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Mapping
 
-from engine.dag.catalog import GENERATOR_SCHEMA, OPERATOR_TYPES, RATE_SCHEMA
+from engine.dag.catalog import BROKER_SOURCE_TYPES, GENERATOR_SCHEMA, OPERATOR_TYPES, RATE_SCHEMA
 from engine.dag.expressions import unknown_column_message, unknown_columns
 from engine.dag.model import JobGraph, Operator
 from engine.dag.syntax import COLUMN_NAME, interval_seconds, parse_aggregate
@@ -78,8 +78,8 @@ def _source_schema(op: Operator) -> Schema | None:
     if not isinstance(declared, Mapping):
         return None
     schema = {str(k): str(v).lower() for k, v in declared.items()}
-    if op.type == "source.redis_stream" and not op.params.get("time_field"):
-        schema.setdefault("event_time", "timestamp")  # the entry id's time
+    if op.type in BROKER_SOURCE_TYPES and not op.params.get("time_field"):
+        schema.setdefault("event_time", "timestamp")  # the entry's time in the broker
     return schema
 
 

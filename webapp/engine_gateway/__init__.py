@@ -8,6 +8,7 @@ the autoscaler on measured rates) and `runs` (the control channel and the driver
 """
 
 from webapp.engine_gateway.documents import (
+    BROKER_SOURCE_TYPES,
     STAGING_SUFFIX,
     ParserUnavailable,
     SinkTarget,
@@ -59,6 +60,7 @@ from webapp.engine_gateway.runs import (
 )
 
 __all__ = [
+    "BROKER_SOURCE_TYPES",
     "CONTROL_PREFIX",
     "Ack",
     "LOGIC_FIXED",

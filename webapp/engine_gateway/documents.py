@@ -8,7 +8,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from engine.api import (  # noqa: F401 - parser_warm, STAGING_SUFFIX, SinkTarget: re-exported
+from engine.api import (  # noqa: F401 - parser_warm, STAGING_SUFFIX, SinkTarget...: re-exported
+    BROKER_SOURCE_TYPES,
     MAX_KEY_GROUPS,
     MAX_NAME_LENGTH,
     OPERATOR_TYPES,

@@ -51,6 +51,7 @@ def _child_env(*, var_dir: Path, services: Services) -> dict[str, str]:
     env.update(
         DATABASE_URL=services.database_url,
         REDIS_URL=services.redis_url,
+        NATS_URL=services.nats_url,
         STREAMSCALE_VAR_DIR=str(var_dir),
         DJANGO_SETTINGS_MODULE="webapp.settings",
         PYTHONUNBUFFERED="1",  # line-by-line output through the pipes
@@ -140,6 +141,7 @@ def _serve(
     url: str,
     database_url: str | None,
     redis_url: str | None,
+    nats_url: str | None = None,
 ) -> None:
     """Every start-up step, then supervision; leaves only by exception."""
     left = stop_left_behind(var_dir / CHILDREN_FILE)
@@ -149,7 +151,8 @@ def _serve(
     if not port_is_free(port, HOST):
         raise LaunchError(f"port {port} on {HOST} is already in use: pass --port N or set PORT")
     ensure_services(
-        var_dir=var_dir, database_url=database_url, redis_url=redis_url, services=services
+        var_dir=var_dir, database_url=database_url, redis_url=redis_url, services=services,
+        nats_url=nats_url,
     )
     group.env = _child_env(var_dir=var_dir, services=services)
     _prepare_database(group)
@@ -178,7 +181,7 @@ def _suspend_drivers(group: ChildGroup, services: Services) -> None:
 
 def cmd_run(
     *, var_dir: Path, port: int, database_url: str | None, redis_url: str | None,
-    state_redis: bool = False,
+    state_redis: bool = False, nats_url: str | None = None,
 ) -> int:
     """Run the whole product until a signal (exit 0) or a failure (exit 1)."""
     url = f"http://{HOST}:{port}/"
@@ -203,6 +206,7 @@ def cmd_run(
             url=url,
             database_url=database_url,
             redis_url=redis_url,
+            nats_url=nats_url,
         )
     except Shutdown as reason:
         say(f"[launcher] {reason}: stopping")
@@ -227,6 +231,7 @@ def cmd_services(*, var_dir: Path) -> int:
     """Start (or reuse) the embedded servers, print their URLs and leave them running."""
     print(f"DATABASE_URL={embedded.ensure_postgres(var_dir=var_dir)}")
     print(f"REDIS_URL={embedded.ensure_redis(var_dir=var_dir)}")
+    print(f"NATS_URL={embedded.ensure_nats(var_dir=var_dir)}")
     return 0
 
 
@@ -238,6 +243,7 @@ def cmd_stop_services(*, var_dir: Path) -> int:
         return 1
     embedded.stop_redis(var_dir=var_dir)
     embedded.stop_state_redis(var_dir=var_dir)
+    embedded.stop_nats(var_dir=var_dir)
     embedded.stop_postgres(var_dir=var_dir)
     print("embedded services stopped")
     return 0
@@ -257,8 +263,9 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run the web server, worker and beat, supervised")
     run.add_argument("--port", type=int, help=f"HTTP port (default PORT or {DEFAULT_PORT})")
-    commands.add_parser("services", help="start the embedded PostgreSQL and Redis, print URLs")
-    commands.add_parser("stop-services", help="stop the embedded PostgreSQL and Redis")
+    commands.add_parser("services",
+                        help="start the embedded PostgreSQL, Redis and NATS, print URLs")
+    commands.add_parser("stop-services", help="stop the embedded PostgreSQL, Redis and NATS")
     return parser
 
 
@@ -290,6 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return cmd_run(
         var_dir=var_dir, port=port, database_url=config.database_url, redis_url=config.redis_url,
         state_redis=config.spark_master.startswith("spark://") and not config.state_redis_url,
+        nats_url=config.nats_url,
     )
 
 

@@ -1,4 +1,4 @@
-"""The PostgreSQL and Redis the launcher's children use, and which of them it must stop."""
+"""The PostgreSQL, Redis and NATS the launcher's children use, and which of them it must stop."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ class Services:
     database_url: str
     redis_url: str
     stoppers: list[Callable[[], None]] = field(default_factory=list)
+    nats_url: str = ""
     migrated: bool = False  # the database holds our tables: drivers can be looked up
     state_redis: bool = False  # a standalone cluster with no STATE_REDIS_URL: start our own
     # The embedded servers in use: name -> (is it running, start it again).
@@ -48,7 +49,8 @@ class Services:
 
 
 def ensure_services(
-    *, var_dir: Path, database_url: str | None, redis_url: str | None, services: Services
+    *, var_dir: Path, database_url: str | None, redis_url: str | None, services: Services,
+    nats_url: str | None = None,
 ) -> None:
     """Fill ``services`` with the URLs, starting (or adopting) embedded servers for the unset
     ones and checking the configured ones (their database is created if missing). Every
@@ -74,7 +76,13 @@ def ensure_services(
             running=partial(embedded.state_redis_running, var_dir=var_dir),
             ensure=partial(embedded.ensure_state_redis, var_dir=var_dir),
             stop=partial(embedded.stop_state_redis, var_dir=var_dir))
+    if nats_url is None:  # for jobs reading source.nats with `url: env:NATS_URL`
+        nats_url = _ensure_embedded(
+            "NATS", services, running=partial(embedded.nats_running, var_dir=var_dir),
+            ensure=partial(embedded.ensure_nats, var_dir=var_dir),
+            stop=partial(embedded.stop_nats, var_dir=var_dir))
     services.database_url, services.redis_url = database_url, redis_url
+    services.nats_url = nats_url
 
 
 def _ensure_embedded(

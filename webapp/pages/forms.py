@@ -84,7 +84,7 @@ def param_value(kind: str, text: str) -> Any:
             return float(raw)
         except ValueError:
             return raw
-    if kind == "stream_start" and raw.startswith("{"):
+    if kind in ("stream_start", "sequence_start") and raw.startswith("{"):
         try:
             return json.loads(raw)
         except ValueError:

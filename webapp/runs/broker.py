@@ -7,6 +7,7 @@ from typing import Any
 from django.db import connection
 
 from webapp import engine_gateway
+from webapp.engine_gateway import BROKER_SOURCE_TYPES
 
 DEAD_LETTERS_SQL = """
 SELECT source.key,
@@ -26,7 +27,7 @@ def run_broker_sources(*, run_id: int, document: dict[str, Any]) -> dict[str, di
     sources = {
         op["id"]: {"url": op["params"].get("url"), "streams": op["params"].get("streams", []),
                    "dead_letters": 0, "sample": None}
-        for op in shown.get("operators", []) if op.get("type") == "source.redis_stream"
+        for op in shown.get("operators", []) if op.get("type") in BROKER_SOURCE_TYPES
     }
     if not sources:
         return {}

@@ -114,6 +114,7 @@ def main(argv: list[str]) -> int:
 
     # Sources with `url: env:REDIS_URL` (the demo's) read the product's own Redis.
     os.environ.setdefault("REDIS_URL", settings.REDIS_URL)
+    os.environ.setdefault("NATS_URL", settings.NATS_URL)  # and `env:NATS_URL` its NATS
     from webapp import engine_gateway
     from webapp.jobs.models import RunStatus
     from webapp.runs.exits import SUSPENDED

@@ -202,6 +202,7 @@ def _driver_env() -> dict[str, str]:
     env.update(
         DATABASE_URL=database_url_of(settings.DATABASES["default"]),
         REDIS_URL=settings.REDIS_URL,
+        NATS_URL=settings.NATS_URL,
         SPARK_MASTER=settings.SPARK_MASTER,
         DJANGO_SETTINGS_MODULE="webapp.settings",
         PYTHONUNBUFFERED="1",

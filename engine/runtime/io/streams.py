@@ -10,6 +10,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from engine.dag import CLOCK_SOURCES, JobGraph
 from engine.runtime.errors import MalformedPlan, UnsupportedJobError
+from engine.runtime.io.broker.nats_client import NatsSpec
+from engine.runtime.io.broker.nats_offsets import take_sequences
+from engine.runtime.io.broker.nats_stream import nats_rows
 from engine.runtime.io.broker.redis_stream import stream_rows, take_entries
 from engine.runtime.io.broker.spec import StreamSpec
 from engine.runtime.io.source_load import ClockSource
@@ -20,7 +23,13 @@ from engine.runtime.io.sources import (
     new_files,
     rate_rows,
 )
-from engine.runtime.io.taken import ClockRange, EntriesTaken, FilesTaken, SourceTake
+from engine.runtime.io.taken import (
+    ClockRange,
+    EntriesTaken,
+    FilesTaken,
+    SequencesTaken,
+    SourceTake,
+)
 
 
 def take(graph: JobGraph, op_id: str, previous: SourceTake | None, clock: ClockSource | None,
@@ -36,6 +45,9 @@ def take(graph: JobGraph, op_id: str, previous: SourceTake | None, clock: ClockS
     if op.type == "source.redis_stream":
         return take_entries(StreamSpec.from_params(op_id, op.params),
                             previous if isinstance(previous, EntriesTaken) else None)
+    if op.type == "source.nats":
+        return take_sequences(NatsSpec.from_params(op_id, op.params),
+                              previous if isinstance(previous, SequencesTaken) else None)
     raise UnsupportedJobError(f"source {op_id!r}: type {op.type!r} is not supported")
 
 
@@ -59,6 +71,8 @@ def source_rows(
                                       partitions[op_id])
         elif isinstance(part, FilesTaken) and op.type == "source.files":
             frames[op_id] = file_rows(spark, op.params, list(part.files))
+        elif isinstance(part, SequencesTaken) and op.type == "source.nats":
+            frames[op_id] = nats_rows(spark, NatsSpec.from_params(op_id, op.params), part)
         elif isinstance(part, EntriesTaken) and op.type == "source.redis_stream":
             frames[op_id] = stream_rows(spark, StreamSpec.from_params(op_id, op.params), part)
         else:

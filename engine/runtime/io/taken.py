@@ -2,12 +2,13 @@
 row-id range, a directory's new files, a broker's offset range. Pure data, no Spark: the
 planner takes (``streams.take``), the epoch reads (``streams.source_rows``).
 
-Their JSON forms are the epoch log's: ``[first, end]``, ``{"files": [...]}`` and
-``{"start": offset, "end": offset}`` (an offset as ``redis_offsets`` writes it)."""
+Their JSON forms are the epoch log's: ``[first, end]``, ``{"files": [...]}``,
+``{"start": offset, "end": offset}`` (an offset as ``redis_offsets`` writes it) and, for
+NATS, the same with ``"by": "sequence"``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +70,27 @@ class EntriesTaken:
         return {"start": _copy(self.start), "end": _copy(self.end)}
 
 
-SourceTake = ClockRange | FilesTaken | EntriesTaken
+@dataclass(frozen=True, slots=True)
+class SequencesTaken:
+    """A NATS JetStream source's messages after ``start`` up to ``end`` in each stream, by
+    stream sequence (``{"streams": {<stream>: {"seq": <last sequence read>}}}``)."""
+
+    start: Offset
+    end: Offset
+
+    @property
+    def count(self) -> int:
+        """Sequences the range spans, over every stream (its messages, unless some were
+        deleted)."""
+        start, end = self.start["streams"], self.end["streams"]
+        return sum(int(end[s]["seq"]) - int(start.get(s, {"seq": 0})["seq"]) for s in end)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"by": "sequence", "start": offset, "end": offset}``."""
+        return {"by": "sequence", "start": _copy(self.start), "end": _copy(self.end)}
+
+
+SourceTake = ClockRange | FilesTaken | EntriesTaken | SequencesTaken
 
 
 def take_from_json(doc: object, field: str) -> SourceTake:
@@ -84,6 +105,9 @@ def take_from_json(doc: object, field: str) -> SourceTake:
         if isinstance(files, list) and all(isinstance(name, str) for name in files):
             return FilesTaken(tuple(files))
         raise MalformedPlan(f"{field}.files must be a list of paths, got {files!r:.200}")
+    if isinstance(doc, Mapping) and doc.get("by") == "sequence":
+        return SequencesTaken(_offset(doc.get("start"), f"{field}.start", _SEQUENCE),
+                              _offset(doc.get("end"), f"{field}.end", _SEQUENCE))
     if isinstance(doc, Mapping) and "start" in doc and "end" in doc:
         return EntriesTaken(_offset(doc["start"], f"{field}.start"),
                             _offset(doc["end"], f"{field}.end"))
@@ -91,14 +115,28 @@ def take_from_json(doc: object, field: str) -> SourceTake:
                         f'{{"start": offset, "end": offset}}, got {doc!r:.200}')
 
 
-def _offset(doc: object, field: str) -> Offset:
+def _entry(position: object) -> bool:
+    return (isinstance(position, Mapping) and isinstance(position.get("id"), str)
+            and _is_int(position.get("n")))
+
+
+def _sequence(position: object) -> bool:
+    return isinstance(position, Mapping) and _is_int(position.get("seq"))
+
+
+_ENTRY = (_entry, '{"id": <entry id>, "n": <entries>}')
+_SEQUENCE = (_sequence, '{"seq": <stream sequence>}')
+
+
+def _offset(doc: object, field: str,
+            form: tuple[Callable[[object], bool], str] = _ENTRY) -> Offset:
     if not isinstance(doc, Mapping) or not isinstance(doc.get("streams"), Mapping):
         raise MalformedPlan(f"{field}.streams must be an object of stream positions")
+    valid, shape = form
     for stream, position in doc["streams"].items():
-        if not (isinstance(position, Mapping) and isinstance(position.get("id"), str)
-                and _is_int(position.get("n"))):
-            raise MalformedPlan(f'{field}.streams.{stream} must be {{"id": <entry id>, '
-                                f'"n": <entries>}}, got {position!r:.200}')
+        if not valid(position):
+            raise MalformedPlan(f"{field}.streams.{stream} must be {shape}, "
+                                f"got {position!r:.200}")
     return _copy(doc)
 
 

@@ -13,7 +13,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from engine.dag import JobGraph, state_kind_of
+from engine.dag import BROKER_SOURCE_TYPES, JobGraph, state_kind_of
 from engine.planner import PhysicalPlan
 from engine.runtime.control.run_config import RunConfig, running_plan
 from engine.runtime.errors import UnsupportedJobError
@@ -55,7 +55,7 @@ SEQUENCE = "__seq"
 SETTLE_S = 2.0
 
 # Sources read from an outside system: read once per epoch, kept for the epoch's other jobs.
-BROKER_SOURCES = frozenset({"source.redis_stream"})
+BROKER_SOURCES = BROKER_SOURCE_TYPES
 
 
 @dataclass

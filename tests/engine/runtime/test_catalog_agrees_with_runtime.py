@@ -25,6 +25,7 @@ SAMPLES: dict[str, Any] = {
     # A broker source's params are only parsed here: nothing connects to the URL.
     "redis_url": "redis://broker.invalid/0", "stream_names": ["catalog-walk"],
     "stream_start": "latest", "stream_payload": "fields",
+    "nats_url": "nats://broker.invalid:4222", "sequence_start": "latest",
 }
 
 
@@ -53,6 +54,8 @@ def minimal_document(op_type: str) -> dict[str, Any]:
 
 def _builders(spark) -> dict[str, Callable[[dict[str, Any]], Any]]:  # noqa: ANN001
     """How the runtime takes each operator type's params: what a run builds from them."""
+    from engine.runtime.io.broker.nats_client import NatsSpec
+    from engine.runtime.io.broker.nats_stream import nats_rows
     from engine.runtime.io.broker.redis_stream import stream_rows
     from engine.runtime.io.broker.spec import StreamSpec
     from engine.runtime.io.sinks import build_sink
@@ -63,7 +66,7 @@ def _builders(spark) -> dict[str, Callable[[dict[str, Any]], Any]]:  # noqa: ANN
         new_files,
         rate_rows,
     )
-    from engine.runtime.io.taken import EntriesTaken
+    from engine.runtime.io.taken import EntriesTaken, SequencesTaken
     from engine.runtime.operators.changes import KEYED_SPECS
     from engine.runtime.stage.stateless import check_stateless_params
 
@@ -85,6 +88,9 @@ def _builders(spark) -> dict[str, Callable[[dict[str, Any]], Any]]:  # noqa: ANN
         "source.redis_stream": lambda p: stream_rows(
             spark, StreamSpec.from_params("under_test", p),
             EntriesTaken({"streams": {}}, {"streams": {}})),
+        "source.nats": lambda p: nats_rows(
+            spark, NatsSpec.from_params("under_test", p),
+            SequencesTaken({"streams": {}}, {"streams": {}})),
         "filter": stateless("filter"), "map": stateless("map"),
         **{name: keyed(name) for name in KEYED_SPECS},
         **{name: sink(name) for name in OPERATOR_TYPES if name.startswith("sink.")},

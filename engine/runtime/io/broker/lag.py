@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.dag import JobGraph
+from engine.dag import BROKER_SOURCE_TYPES, JobGraph
+from engine.runtime.io.broker.nats_client import NatsSpec
+from engine.runtime.io.broker.nats_offsets import nats_lags
 from engine.runtime.io.broker.redis_offsets import stream_lags, with_reconnect
 from engine.runtime.io.broker.spec import StreamSpec
-from engine.runtime.io.taken import EntriesTaken, Offset, SourceTake
-
-BROKER_TYPES = frozenset({"source.redis_stream"})
+from engine.runtime.io.taken import EntriesTaken, Offset, SequencesTaken, SourceTake
 
 
 def broker_lags(graph: JobGraph, planned: Mapping[str, SourceTake]) -> dict[str, dict[str, int]]:
@@ -24,7 +24,9 @@ def broker_lags(graph: JobGraph, planned: Mapping[str, SourceTake]) -> dict[str,
     for op_id in graph.sources():
         op = graph.operator(op_id)
         part = planned.get(op_id)
-        if op.type in BROKER_TYPES and isinstance(part, EntriesTaken):
+        if op.type == "source.nats" and isinstance(part, SequencesTaken):
+            lags[op_id] = nats_lags(NatsSpec.from_params(op_id, op.params), part.end)
+        elif op.type in BROKER_SOURCE_TYPES and isinstance(part, EntriesTaken):
             lags[op_id] = _lags_of(StreamSpec.from_params(op_id, op.params), part.end)
     return lags
 

@@ -9,6 +9,8 @@ import { openLiveSocket } from "./live-socket.js";
 import { setupScaling } from "./run-scale.js";
 import { setupBroker } from "./run-broker.js";
 import { setupChanges } from "./run-changes.js";
+import { setupFlow } from "./run-flow.js";
+import { showCatchUp } from "./run-catch-up.js";
 import { EpochWindow, maxOf, meanOf, rolling } from "./smoothing.js";
 
 const config = JSON.parse(document.getElementById("run-config").textContent);
@@ -68,6 +70,7 @@ function renderOperator(raw, el) {
 
 const broker = setupBroker($("broker-sources"), config.broker);
 const graph = drawGraph($("run-graph"), config.dag, { size: NODE, renderNode: renderOperator });
+const flow = setupFlow(graph);
 window.addEventListener("resize", () => graph.fit());
 
 // Whether a step is offered, and if not, why (the planner's pin, the key-group limit, the run).
@@ -148,10 +151,10 @@ function applyOperators(ops, batchMs, bottleneck = null, recent = [], wm = {}) {
 // ---- figures and charts ------------------------------------------------------------------
 
 const throughput = new TimeChart($("chart-throughput"), [
-  { label: "ingest", stroke: "#2f6fed" }, { label: "to sinks", stroke: "#1a7f4b" },
+  { label: "ingest", stroke: "--chart-ingest" }, { label: "to sinks", stroke: "--chart-sinks" },
 ], { valueFormat: formatRate });
 const latency = new TimeChart($("chart-latency"), [
-  { label: "p50", stroke: "#b35c00" }, { label: "p99", stroke: "#c0362c", agg: "max" },
+  { label: "p50", stroke: "--chart-p50" }, { label: "p99", stroke: "--chart-p99", agg: "max" },
 ], { valueFormat: formatMs });
 
 function sumOver(ops, ids, name) {
@@ -273,6 +276,8 @@ function applyFigures(m) {
   $("kpi-p50").textContent = formatMs(p50);
   $("kpi-p99").textContent = formatMs(p99);
   applyOperators(m.ops, m.d, m.bottleneck, recent, m.wm || {});
+  flow.apply(m, recent, state.fields);
+  showCatchUp($("kpi-catch-up"), m, recent);
   applyWatermarks(m.wm || {});
   applyStateTraffic(m.st || {});
 }

@@ -119,15 +119,24 @@ export class TimeChart {
     this.pending = false;
     this.options = { height, valueFormat };
     this.plot = new uPlot(this.uplotOptions(), this.columns, element);
-    new ResizeObserver(() => {
+    this.resized = new ResizeObserver(() => {
       const width = Math.max(element.clientWidth, 300);
       if (Math.abs(width - this.plot.width) > 2) { this.plot.setSize({ width, height }); this.redraw(); }
-    }).observe(element);
-    DARK.addEventListener("change", () => {
+    });
+    this.resized.observe(element);
+    this.themed = () => {
       this.plot.destroy();
       this.plot = new uPlot(this.uplotOptions(), this.columns, element);
       this.redraw();
-    });
+    };
+    DARK.addEventListener("change", this.themed);
+  }
+
+  destroy() {
+    this.destroyed = true;
+    this.resized.disconnect();
+    DARK.removeEventListener("change", this.themed);
+    this.plot.destroy();
   }
 
   uplotOptions() {
@@ -180,6 +189,7 @@ export class TimeChart {
     this.pending = true;
     requestAnimationFrame(() => {
       this.pending = false;
+      if (this.destroyed) return;
       const target = Math.max(50, Math.floor(this.plot.width * 2));
       const drawn = decimate(this.columns, target, this.series.map((s) => s.agg || "mean"));
       this.plot.setData(drawn);

@@ -11,6 +11,7 @@ import { setupBroker } from "./run-broker.js";
 import { setupChanges } from "./run-changes.js";
 import { setupFlow } from "./run-flow.js";
 import { showCatchUp } from "./run-catch-up.js";
+import { setupDrill } from "./run-drill.js";
 import { EpochWindow, maxOf, meanOf, rolling } from "./smoothing.js";
 
 const config = JSON.parse(document.getElementById("run-config").textContent);
@@ -71,6 +72,7 @@ function renderOperator(raw, el) {
 const broker = setupBroker($("broker-sources"), config.broker);
 const graph = drawGraph($("run-graph"), config.dag, { size: NODE, renderNode: renderOperator });
 const flow = setupFlow(graph);
+const drill = setupDrill(graph);
 window.addEventListener("resize", () => graph.fit());
 
 // Whether a step is offered, and if not, why (the planner's pin, the key-group limit, the run).
@@ -376,6 +378,7 @@ function onMessage(event) {
   } else if (event.type === "run.epoch") {
     broker.count(event.metrics.broker);  // a new epoch: its dead letters join the run's total
     applyLive(event.epoch, event.metrics);
+    drill.onEpoch();
   } else if (event.type === "run.autoscale") {
     htmx.trigger(document.body, "autoscale-changed");  // a new proposal: refresh the panel
   } else if (event.type === "run.status") {

@@ -19,9 +19,13 @@ CONTRASTS = """els => els.map((el) => {
     return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
   let bg = el;
   while (bg && (getComputedStyle(bg).backgroundColor === 'rgba(0, 0, 0, 0)')) bg = bg.parentElement;
-  const a = lum(getComputedStyle(el).color), b = lum(getComputedStyle(bg || document.body).backgroundColor);
+  const a = lum(getComputedStyle(el).color);
+  const b = lum(getComputedStyle(bg || document.body).backgroundColor);
   return [el.id || el.className || el.tagName, (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)];
 })"""
+
+CHART = "document.querySelector('#chart-throughput')"
+DRAWN = f"Number({CHART}.dataset.drawn) > 50"
 
 THEME = """() => {
   const lum = (c) => c.match(/[\\d.]+/g).slice(0, 3).map(Number).reduce((a, b) => a + b, 0) / 3;
@@ -51,7 +55,7 @@ def test_the_run_page_and_its_charts_follow_a_dark_preference(stack, browser, fe
         page.wait_for_url(stack.url)
         page.goto(f"/runs/{run_id}/")
         wait_live(page)
-        page.wait_for_function("Number(document.querySelector('#chart-throughput').dataset.drawn) > 50")
+        page.wait_for_function(DRAWN)
         dark = page.evaluate(THEME)
         assert dark["theme"] == "dark"
         assert dark["body"] < 40 and dark["card"] < 50, dark
@@ -60,8 +64,8 @@ def test_the_run_page_and_its_charts_follow_a_dark_preference(stack, browser, fe
         assert [t for t in texts if t[1] < 4.5] == [], texts
 
         page.emulate_media(color_scheme="light")
-        page.wait_for_function("document.querySelector('#chart-throughput').dataset.theme === 'light'")
-        page.wait_for_function("Number(document.querySelector('#chart-throughput').dataset.drawn) > 50")
+        page.wait_for_function(f"{CHART}.dataset.theme === 'light'")
+        page.wait_for_function(DRAWN)
         light = page.evaluate(THEME)
         assert light["body"] > 200 and light["card"] > 240, light
         assert light["series"] != dark["series"]

@@ -4,69 +4,14 @@ the figures say when a backlog will be gone at the current rates."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.browser.conftest import run_page_open, screenshot
+from tests.browser.published import chain_epoch as _epoch
+from tests.browser.published import chain_run as _run
+from tests.browser.published import publish as _publish
 
 pytestmark = pytest.mark.browser
-
-CHAIN = {
-    "name": "flow-chain", "key_groups": 16,
-    "operators": [
-        {"id": "src", "type": "source.generator", "params": {"rows_per_second": 1000}},
-        {"id": "keep", "type": "filter", "params": {"condition": "amount > 0"}},
-        {"id": "counts", "type": "window_aggregate",
-         "params": {"key": ["campaign_id"], "time": "event_time", "window": "10 seconds",
-                    "aggregates": {"views": "count(*)"}}},
-        {"id": "out", "type": "sink.memory", "params": {"name": "flow_out"}},
-    ],
-    "edges": [{"from": "src", "to": "keep"}, {"from": "keep", "to": "counts"},
-              {"from": "counts", "to": "out"}],
-}
-
-CREATE = """
-import json
-from tests.browser.fake_run import fake_run_create
-print("run", fake_run_create(dag=json.loads({document!r}), name={name!r}).pk)
-"""
-
-PUBLISH = """
-import json
-from webapp.runs.live import run_epoch_publish
-for metrics in json.loads({epochs!r}):
-    run_epoch_publish(run_id={run_id}, metrics=metrics)
-"""
-
-
-def _run(stack, name: str) -> int:
-    created = stack.manage("shell", "-c", CREATE.format(document=json.dumps(CHAIN), name=name))
-    return int(created.split()[-1])
-
-
-def _publish(stack, run_id: int, *epochs: dict) -> None:
-    stack.manage("shell", "-c", PUBLISH.format(epochs=json.dumps(list(epochs)), run_id=run_id))
-
-
-def _epoch(epoch: int, *, out: dict[str, float], busy: dict[str, float], backlog: int = 0,
-           growth: float | None = None) -> dict:
-    """An epoch of one second whose operators emit `out` rows/s and whose busiest instance was
-    busy `busy` ms; the source reports a `backlog` growing by `growth` rows/s."""
-    inputs = {"src": None, "keep": out["src"], "counts": out["keep"], "out": out["counts"]}
-    operators = {op: {"instances": 1, "rows_in": None if inputs[op] is None else int(inputs[op]),
-                      "rows_out": int(out.get(op, 0)), "busy_ms": [busy[op]],
-                      "input_rate": inputs[op], "processing_rate": 50000.0,
-                      "output_rate": out.get(op, 0.0), "congested": False, "etp": 1.0}
-                 for op in inputs}
-    metrics = {"epoch": epoch, "batch_duration_ms": 1000.0, "backlog_rows": backlog,
-               "latency_ms": {"p50": 500.0, "p99": 900.0, "max": 1000.0},
-               "operators": operators}
-    if growth is not None:
-        metrics["sources"] = {"src": {"offered_rate": out["src"] + growth,
-                                      "backlog_growth_per_s": growth}}
-    return metrics
-
 
 def _edge_rates(page) -> dict[str, str]:
     return dict(page.locator("#run-graph text.edge-rate").evaluate_all(

@@ -16,7 +16,8 @@ import { EpochWindow, maxOf, meanOf, rolling } from "./smoothing.js";
 
 const config = JSON.parse(document.getElementById("run-config").textContent);
 const LIVE = new Set(["starting", "running", "recovering"]);
-const NODE = { width: 184, height: 118, ranksep: 34, nodesep: 16 };
+// Ranks far enough apart for the rows/s label on each edge (run-flow.js).
+const NODE = { width: 184, height: 118, ranksep: 62, nodesep: 16 };
 
 const state = {
   status: config.status,

@@ -11,9 +11,11 @@ from tests.browser.conftest import PASSWORD, wait_live
 pytestmark = pytest.mark.browser
 
 # WCAG's contrast ratio between each element's text colour and the background it sits on (the
-# nearest ancestor with an opaque background).
+# nearest ancestor with a background). A color-mix() background computes to "color(srgb r g b)"
+# with components from 0 to 1.
 CONTRASTS = """els => els.map((el) => {
-  const rgb = (c) => c.match(/[\\d.]+/g).map(Number);
+  const rgb = (c) => c.match(/[\\d.]+/g).map(Number)
+    .map((v) => (c.startsWith('color(srgb') ? v * 255 : v));
   const lum = (c) => { const [r, g, b] = rgb(c).slice(0, 3).map((v) => {
       v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
     return 0.2126 * r + 0.7152 * g + 0.0722 * b; };

@@ -29,8 +29,8 @@ def test_the_api_reference_lists_every_operation_under_the_csp(stack, browser):
         with page.expect_response(f"{stack.url}api/docs") as answer:
             page.get_by_role("navigation", name="Main").get_by_role("link", name="API").click()
         assert "script-src 'self'" in answer.value.headers["content-security-policy"]
-        page.wait_for_selector(".opblock")
-        screenshot(page, "api-docs", full_page=False)
+        # Rendered, not yet painted: the clicks below wait for what they need to see.
+        page.wait_for_selector(".opblock", state="attached")
         document = page.request.get("/api/schema").json()
         expected = sorted((method.upper(), path) for path, operations in
                           document["paths"].items() for method in operations)
@@ -43,6 +43,8 @@ def test_the_api_reference_lists_every_operation_under_the_csp(stack, browser):
 
         # Try a read from the page: the session is the credential, the answer is shown.
         catalog = page.locator(".opblock-get", has=page.locator("[data-path='/api/catalog']"))
+        catalog.wait_for()
+        screenshot(page, "api-docs", full_page=False)
         catalog.locator(".opblock-summary").click()
         catalog.get_by_role("button", name="Try it out").click()
         catalog.get_by_role("button", name="Execute").click()

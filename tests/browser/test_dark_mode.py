@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.conftest import PASSWORD, wait_live
+from tests.browser.published import chain_epoch, chain_run, publish
 
 pytestmark = pytest.mark.browser
 
@@ -27,7 +28,7 @@ CONTRASTS = """els => els.map((el) => {
 })"""
 
 CHART = "document.querySelector('#chart-throughput')"
-DRAWN = f"Number({CHART}.dataset.drawn) > 50"
+DRAWN = f"Number({CHART}.dataset.drawn) >= 30"
 
 THEME = """() => {
   const lum = (c) => c.match(/[\\d.]+/g).slice(0, 3).map(Number).reduce((a, b) => a + b, 0) / 3;
@@ -41,8 +42,11 @@ THEME = """() => {
 }"""
 
 
-def test_the_run_page_and_its_charts_follow_a_dark_preference(stack, browser, fed_run):
-    run_id, _ = fed_run("dark-run", 120)
+def test_the_run_page_and_its_charts_follow_a_dark_preference(stack, browser):
+    run_id = chain_run(stack, "dark-run")
+    publish(stack, run_id, *[chain_epoch(
+        e, out={"src": 3000 + 40 * e, "keep": 1800, "counts": 60 - e},
+        busy={"src": 50, "keep": 300, "counts": [900, 400], "out": 5}) for e in range(1, 41)])
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark",
                                   base_url=stack.url.rstrip("/"), bypass_csp=True)
     errors = []

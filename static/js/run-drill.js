@@ -109,6 +109,14 @@ export function setupDrill(graph) {
     Object.values(graph.nodes).forEach((el) => el.classList.toggle("selected", el === op));
     if (open && open.charts) Object.values(open.charts).forEach((c) => c.destroy());
     open = { id, charts: null, series: null, loading: true };
+    // Nothing of the operator shown before stays: its charts and their point counts go.
+    delete section.dataset.loaded;
+    section.querySelectorAll('[data-drill="keyed"]').forEach((el) => { el.hidden = true; });
+    section.querySelectorAll(".chart").forEach((el) => {
+      el.replaceChildren();
+      delete el.dataset.points;
+      delete el.dataset.drawn;
+    });
     const type = op.querySelector(".op-type").textContent;
     field("id").textContent = id;
     field("type").textContent = type;
@@ -125,6 +133,7 @@ export function setupDrill(graph) {
       if (!open || open.id !== id) return;
       open.series = s;
       draw(s);
+      section.dataset.loaded = id;
     } catch (error) {
       field("note").textContent = `The figures of ${id} could not be loaded (${error.message}); select it again to retry.`;
     } finally {

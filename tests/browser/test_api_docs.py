@@ -26,12 +26,13 @@ def test_the_api_reference_lists_every_operation_under_the_csp(stack, browser):
         page.fill("#id_password", PASSWORD)
         page.click("button[type=submit]")
         page.wait_for_url(stack.url)
+        document = page.request.get("/api/schema").json()
         with page.expect_response(f"{stack.url}api/docs") as answer:
             page.get_by_role("navigation", name="Main").get_by_role("link", name="API").click()
         assert "script-src 'self'" in answer.value.headers["content-security-policy"]
-        # Rendered, not yet painted: the clicks below wait for what they need to see.
-        page.wait_for_selector(".opblock", state="attached")
-        document = page.request.get("/api/schema").json()
+        # Swagger UI parses a 1.5 MB bundle before it renders anything; on a 2-core machine
+        # shared with other work that alone has taken over the default 30 s.
+        page.wait_for_selector(".opblock", state="attached", timeout=120_000)
         expected = sorted((method.upper(), path) for path, operations in
                           document["paths"].items() for method in operations)
         shown = page.locator(".opblock").evaluate_all(

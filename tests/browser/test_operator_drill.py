@@ -64,8 +64,8 @@ def test_an_operator_s_figures_and_instances_open_from_the_graph(stack, signed_i
     # From the keyboard, a stateless operator: no keyed charts, no key-group link.
     page.locator(".node[data-operator=keep] .op-id").focus()
     page.keyboard.press("Enter")
-    page.wait_for_function("document.querySelector('#operator-drill').dataset.operator === 'keep'"
-                           " && document.querySelector('#drill-rows').dataset.points === '4'")
+    page.wait_for_function("document.querySelector('#operator-drill').dataset.loaded === 'keep'")
+    assert _points(page, "drill-rows") == "4"
     assert page.locator("#drill-watermark").is_hidden()
     assert page.locator("[data-drill=instances-link]").is_hidden()
     page.get_by_role("button", name="Close").click()

@@ -1,8 +1,18 @@
 // Time-series charts on uPlot. Data is kept in full (up to MAX_POINTS) and decimated to about
 // two points per pixel before drawing, so an hour of 1-second epochs redraws in a few ms.
 // Reconfigurations are drawn as dashed vertical markers on the time axis. Times read in UTC,
-// as on the server's pages; an axis states all its ticks in one unit.
+// as on the server's pages; an axis states all its ticks in one unit. Colours come from the
+// page's theme (static/css/theme.css), light or dark as the system prefers; a chart is drawn
+// again in the other theme's colours when that preference changes.
 /* global uPlot */
+
+const DARK = matchMedia("(prefers-color-scheme: dark)");
+
+// A colour as given, or, for "--name", the theme's value of that custom property.
+export function themeColour(value) {
+  if (!value || !value.startsWith("--")) return value;
+  return getComputedStyle(document.documentElement).getPropertyValue(value).trim();
+}
 
 export const MAX_POINTS = 4 * 3600;
 
@@ -44,8 +54,8 @@ function markerPlugin(chart) {
         const { ctx, bbox } = u;
         const px = devicePixelRatio;
         ctx.save();
-        ctx.strokeStyle = "#7c3aed";
-        ctx.fillStyle = "#7c3aed";
+        ctx.strokeStyle = themeColour("--chart-marker");
+        ctx.fillStyle = ctx.strokeStyle;
         ctx.lineWidth = 1.5 * px;
         ctx.setLineDash([5 * px, 4 * px]);
         ctx.font = `${11 * px}px system-ui, sans-serif`;
@@ -107,28 +117,50 @@ export class TimeChart {
     this.columns = [[], ...series.map(() => [])];
     this.markers = [];
     this.pending = false;
+    this.options = { height, valueFormat };
+    this.plot = new uPlot(this.uplotOptions(), this.columns, element);
+    this.resized = new ResizeObserver(() => {
+      const width = Math.max(element.clientWidth, 300);
+      if (Math.abs(width - this.plot.width) > 2) { this.plot.setSize({ width, height }); this.redraw(); }
+    });
+    this.resized.observe(element);
+    this.themed = () => {
+      this.plot.destroy();
+      this.plot = new uPlot(this.uplotOptions(), this.columns, element);
+      this.redraw();
+    };
+    DARK.addEventListener("change", this.themed);
+  }
+
+  destroy() {
+    this.destroyed = true;
+    this.resized.disconnect();
+    DARK.removeEventListener("change", this.themed);
+    this.plot.destroy();
+  }
+
+  uplotOptions() {
+    const { height, valueFormat } = this.options;
     const units = AXIS_UNITS.get(valueFormat);
-    const opts = {
-      width: Math.max(element.clientWidth, 300),
+    const axis = { stroke: themeColour("--chart-axis"), grid: { stroke: themeColour("--chart-grid") },
+                   ticks: { stroke: themeColour("--chart-grid") } };
+    this.element.dataset.theme = DARK.matches ? "dark" : "light";
+    return {
+      width: Math.max(this.element.clientWidth, 300),
       height,
       legend: { live: true },
       cursor: { drag: { x: true, y: false } },
       scales: { x: { time: true } },
       axes: [
-        { label: "time (UTC)", labelSize: 18, labelFont: "12px system-ui, sans-serif", space: 72,
+        { ...axis, label: "time (UTC)", labelSize: 18, labelFont: "12px system-ui, sans-serif", space: 72,
           incrs: TIME_STEPS, values: (u, splits, axis, space, step) => splits.map((t) => utcClock(t, step)) },
-        { size: 72, space: 28,
+        { ...axis, size: 72, space: 28,
           values: (u, vals) => (units ? tickLabels(vals, units) : vals.map(valueFormat)) },
       ],
-      series: [{ label: "Time", value: (u, t) => (t == null ? "—" : `${utcClock(t)} UTC`) }, ...series.map((s) => ({ label: s.label, stroke: s.stroke, width: 1.5,
+      series: [{ label: "Time", value: (u, t) => (t == null ? "—" : `${utcClock(t)} UTC`) }, ...this.series.map((s) => ({ label: s.label, stroke: themeColour(s.stroke), width: 1.5,
         dash: s.dash, spanGaps: true, value: (u, v) => (v == null ? "—" : valueFormat(v)) }))],
       plugins: [markerPlugin(this)],
     };
-    this.plot = new uPlot(opts, this.columns, element);
-    new ResizeObserver(() => {
-      const width = Math.max(element.clientWidth, 300);
-      if (Math.abs(width - this.plot.width) > 2) { this.plot.setSize({ width, height }); this.redraw(); }
-    }).observe(element);
   }
 
   // Replaces all points (time in unix seconds, one array per series).
@@ -157,6 +189,7 @@ export class TimeChart {
     this.pending = true;
     requestAnimationFrame(() => {
       this.pending = false;
+      if (this.destroyed) return;
       const target = Math.max(50, Math.floor(this.plot.width * 2));
       const drawn = decimate(this.columns, target, this.series.map((s) => s.agg || "mean"));
       this.plot.setData(drawn);

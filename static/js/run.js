@@ -9,11 +9,15 @@ import { openLiveSocket } from "./live-socket.js";
 import { setupScaling } from "./run-scale.js";
 import { setupBroker } from "./run-broker.js";
 import { setupChanges } from "./run-changes.js";
+import { setupFlow } from "./run-flow.js";
+import { showCatchUp } from "./run-catch-up.js";
+import { setupDrill } from "./run-drill.js";
 import { EpochWindow, maxOf, meanOf, rolling } from "./smoothing.js";
 
 const config = JSON.parse(document.getElementById("run-config").textContent);
 const LIVE = new Set(["starting", "running", "recovering"]);
-const NODE = { width: 184, height: 118, ranksep: 34, nodesep: 16 };
+// Ranks far enough apart for the rows/s label on each edge (run-flow.js).
+const NODE = { width: 184, height: 118, ranksep: 62, nodesep: 16 };
 // Nothing is measured before a run's first epoch: no change is offered on guesses.
 const NO_EPOCH_YET = "the run has not finished an epoch yet";
 
@@ -80,6 +84,8 @@ function renderOperator(raw, el) {
 
 const broker = setupBroker($("broker-sources"), config.broker);
 const graph = drawGraph($("run-graph"), config.dag, { size: NODE, renderNode: renderOperator });
+const flow = setupFlow(graph);
+const drill = setupDrill(graph);
 window.addEventListener("resize", () => graph.fit());
 
 // Whether a step is offered, and if not, why (the planner's pin, the key-group limit, the run).
@@ -163,10 +169,10 @@ function applyOperators(ops, batchMs, bottleneck = null, recent = [], wm = {}) {
 // ---- figures and charts ------------------------------------------------------------------
 
 const throughput = new TimeChart($("chart-throughput"), [
-  { label: "ingest", stroke: "#2f6fed" }, { label: "to sinks", stroke: "#1a7f4b" },
+  { label: "ingest", stroke: "--chart-ingest" }, { label: "to sinks", stroke: "--chart-sinks" },
 ], { valueFormat: formatRate });
 const latency = new TimeChart($("chart-latency"), [
-  { label: "p50", stroke: "#b35c00" }, { label: "p99", stroke: "#c0362c", agg: "max" },
+  { label: "p50", stroke: "--chart-p50" }, { label: "p99", stroke: "--chart-p99", agg: "max" },
 ], { valueFormat: formatMs });
 
 function sumOver(ops, ids, name) {
@@ -294,6 +300,8 @@ function applyFigures(m) {
   $("kpi-p50").textContent = formatMs(p50);
   $("kpi-p99").textContent = formatMs(p99);
   applyOperators(m.ops, m.d, m.bottleneck, recent, m.wm || {});
+  flow.apply(m, recent, state.fields);
+  showCatchUp($("kpi-catch-up"), m, recent);
   applyWatermarks(m.wm || {});
   applyStateTraffic(m.st || {});
 }
@@ -437,6 +445,7 @@ function onMessage(event) {
   } else if (event.type === "run.epoch") {
     broker.count(event.metrics.broker);  // a new epoch: its dead letters join the run's total
     applyLive(event.epoch, event.metrics);
+    drill.onEpoch();
   } else if (event.type === "run.autoscale") {
     htmx.trigger(document.body, "autoscale-changed");  // a new proposal: refresh the panel
   } else if (event.type === "run.status") {

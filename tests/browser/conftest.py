@@ -242,8 +242,13 @@ def api(page, method: str, path: str, body: dict) -> dict:
 
 
 def screenshot(page, name: str, *, full_page: bool = True) -> None:
-    """Saved only when SCREENSHOT_DIR is set (how the README's screenshots are made)."""
+    """Saved only when SCREENSHOT_DIR is set (how the README's screenshots are made). ``page``
+    may be a locator: then only its element is taken."""
     folder = os.environ.get("SCREENSHOT_DIR")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=full_page)
+        path = str(Path(folder) / f"{name}.png")
+        if hasattr(page, "goto"):
+            page.screenshot(path=path, full_page=full_page)
+        else:
+            page.screenshot(path=path)

@@ -2,7 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from webapp.accounts.throttle import ThrottledLoginView
-from webapp.pages import editor, history, run_changes, runs, users, views
+from webapp.pages import drill, editor, history, run_changes, runs, users, views
 
 # The pages of one job, under jobs/<job_id>/.
 job_pages = [
@@ -22,6 +22,8 @@ run_pages = [
     path("epochs/", runs.run_epochs, name="run-epochs"),
     path("exceptions/", runs.run_exceptions, name="run-exceptions"),
     path("operators/<str:operator_id>/instances/", runs.run_instances, name="run-instances"),
+    path("operators/<str:operator_id>/series.json", drill.run_operator_series,
+         name="run-operator-series"),
     path("stop", runs.stop, name="run-stop"),
 ]
 

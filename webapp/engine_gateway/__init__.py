@@ -38,6 +38,7 @@ from webapp.engine_gateway.plans import (
     plan_rescale,
     plan_scale_in_by_instances,
     plan_scale_out_instances,
+    plan_upgrade_check,
     rebalance_command,
     rebalance_weighted_owners,
 )
@@ -53,6 +54,8 @@ from webapp.engine_gateway.runs import (
     control_stop,
     failure_of_start,
     run_driver,
+    state_discard,
+    state_kept,
 )
 
 __all__ = [
@@ -88,6 +91,7 @@ __all__ = [
     "plan_rescale",
     "plan_scale_in_by_instances",
     "plan_scale_out_instances",
+    "plan_upgrade_check",
     "prepare",
     "rates_etp",
     "rates_recommend",
@@ -95,4 +99,6 @@ __all__ = [
     "rebalance_weighted_owners",
     "run_driver",
     "sink_target_reserved",
+    "state_discard",
+    "state_kept",
 ]

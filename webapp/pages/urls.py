@@ -23,6 +23,8 @@ run_pages = [
     path("exceptions/", runs.run_exceptions, name="run-exceptions"),
     path("operators/<str:operator_id>/instances/", runs.run_instances, name="run-instances"),
     path("stop", runs.stop, name="run-stop"),
+    path("resume", runs.resume, name="run-resume"),
+    path("state/discard", runs.state_discard, name="run-state-discard"),
 ]
 
 # The run page's controls: scaling, the autoscaler and the other reconfigurations.

@@ -7,6 +7,7 @@ with nothing to take and no command is not planned: the run is idle until data c
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from typing import Any
@@ -48,11 +49,33 @@ class EpochPlanner:
         self.listener: ControlListener | None = None  # set once the run starts
         self._plans: dict[str, PhysicalPlan] = {}
         self._taken_files: dict[str, set[str]] = {}
+        self.graph_digest = graph_digest(graph)
 
     def plan(self, epoch: int, batch: DataFrame) -> dict[str, Any] | None:
         """The epoch's logged plan (a replay), else a new one, logged before it runs; None
         when the run is idle (its sources have nothing new, no command came)."""
-        return self.log.plan(epoch) or self._new_plan(epoch, batch)
+        logged = self.log.plan(epoch)
+        if logged is not None and not self._same_graph(logged):
+            logged = self._upgraded(epoch, logged)
+        return logged or self._new_plan(epoch, batch)
+
+    def _same_graph(self, plan: dict[str, Any]) -> bool:
+        """Whether ``plan`` was made for this run's job graph (a plan logged before graphs
+        were recorded was)."""
+        return plan.get("graph", self.graph_digest) == self.graph_digest
+
+    def _upgraded(self, epoch: int, logged: dict[str, Any]) -> dict[str, Any]:
+        """The replay of an epoch an earlier version of the job planned (a stopped or failed
+        run started again on a new version): the same rows of each source, under the new
+        graph's configuration. Key groups the first attempt committed keep what it emitted."""
+        config = initial_config(plan_job(self.graph))
+        watermarks = advance_watermarks(self.graph, config, logged.get("watermarks", {}), None)
+        plan = {**logged, "graph": self.graph_digest,
+                "config": {op: c.to_dict() for op, c in config.items()},
+                "watermarks": watermarks,
+                "closes": windows_closing(self.graph, config, None, {}, watermarks)}
+        self.log.write_plan(epoch, plan)
+        return plan
 
     def running_plan(self, config: dict[str, Any]) -> PhysicalPlan:
         """The planner's plan of the configuration an epoch runs (made once per config)."""
@@ -73,7 +96,12 @@ class EpochPlanner:
             config = {op: OperatorConfig.from_dict(c) for op, c in prev["config"].items()}
             cursor, watermarks = prev.get("cursor"), dict(prev["watermarks"])
             outcome, taken = self.log.outcome(prev_epoch), prev.get("sources", {})
-        before = None if previous is None else config  # ``_apply`` makes a new one
+        # A new version of the job continues from the run's state with its own configuration
+        # (its state safety was checked before it started: the rule of live logic changes).
+        upgraded = previous is not None and not self._same_graph(previous[1])
+        if upgraded:
+            config = initial_config(plan_job(self.graph))
+        before = None if previous is None or upgraded else config  # ``_apply`` makes a new one
         sources = self._take(taken)
         assert self.listener is not None
         if previous is not None and self._idle(sources) and not self.listener.pending():
@@ -83,6 +111,7 @@ class EpochPlanner:
         config, acks, stop = self._apply(config, commands, epoch, batch, outcome)
         plan = {
             "epoch": epoch,
+            "graph": self.graph_digest,
             "config": {op: c.to_dict() for op, c in config.items()},
             "watermarks": advanced,
             "closes": windows_closing(self.graph, config, before, watermarks, advanced),
@@ -154,6 +183,13 @@ class EpochPlanner:
             if isinstance(part, dict) and part.get("files"):
                 self.log.record_files(op_id, part["files"])
                 self._files_taken(op_id).update(part["files"])
+
+
+def graph_digest(graph: JobGraph) -> str:
+    """Names the job graph a plan was made for: a run started on a new version of its job
+    sees that its logged plans are another graph's."""
+    text = json.dumps(graph.to_dict(), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def windows_closing(

@@ -56,7 +56,9 @@ def run_resume(*, run_id: int, actor, trigger: str, version: int | None = None) 
             _upgrade(run, job_version_get(job=job, number=version))
         job_sink_targets_claim(job=job, document=run.version.dag)
         run.status, run.stopped_at, run.failure_reason = RunStatus.STARTING, None, ""
-        run.restarts, run.driver_pid, run.driver_heartbeat_at = 0, None, None
+        run.restarts, run.driver_heartbeat_at = 0, None
+        # As a new run: the watcher looks at it once its launch records the driver and host.
+        run.driver_pid, run.driver_host = None, ""
         run.save()
         audit_record(
             actor=actor, trigger=trigger, action="run.upgraded" if upgrade else "run.resumed",

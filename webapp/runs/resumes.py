@@ -54,6 +54,8 @@ def run_resume(*, run_id: int, actor, trigger: str, version: int | None = None) 
         upgrade = version is not None and version != before
         if upgrade:
             _upgrade(run, job_version_get(job=job, number=version))
+        else:
+            version_check_runnable(run.version)  # rules may have tightened since it stopped
         job_sink_targets_claim(job=job, document=run.version.dag)
         run.status, run.stopped_at, run.failure_reason = RunStatus.STARTING, None, ""
         run.restarts, run.driver_heartbeat_at = 0, None

@@ -39,8 +39,10 @@ from engine.policies.prediction import load_rates, predict_change
 from engine.runtime.control.channel import RedisControlChannel
 from engine.runtime.control.messages import Ack, CommandRequest
 from engine.runtime.control.run_config import describe, initial_config
+from engine.runtime.driver.kept_state import KeptState, discard_state, kept_state
 from engine.runtime.errors import RunFailure, failure_of, failure_summary
 from engine.runtime.operators.changes import logic_change_refused
+from engine.runtime.state import StoreSpec
 
 __all__ = [
     "MAX_KEY_GROUPS",
@@ -55,19 +57,23 @@ __all__ = [
     "EngineError",
     "ExpressionParserUnavailable",
     "JobGraph",
+    "KeptState",
     "LastChange",
     "RedisControlChannel",
     "RunFailure",
     "SinkTarget",
+    "StoreSpec",
     "ValidationBudgetExceeded",
     "autoscale_decide",
     "compute_etp",
     "describe",
     "diff_plans",
+    "discard_state",
     "document_in_order",
     "failure_of",
     "failure_summary",
     "initial_config",
+    "kept_state",
     "logic_change_refused",
     "known_output_columns",
     "load_rates",

@@ -20,8 +20,8 @@ from engine.ports import MetricsPublisher, ReconfigurationRecorder
 from engine.runtime.control.channel import ControlChannel, open_control_channel
 from engine.runtime.control.messages import CommandKind, CommandRequest
 from engine.runtime.driver.job_run import JobRun, RunOptions
+from engine.runtime.driver.kept_state import run_store
 from engine.runtime.spark.session import build_session
-from engine.runtime.state import StoreSpec
 from engine.runtime.state.redis_durability import require_durable
 
 DEFAULT_CONTROL_PREFIX = "streamscale:"
@@ -66,7 +66,7 @@ def start_run(
     session = spark or build_session(master=master, app_name=f"streamscale-{_name_of(document)}")
     graph = load_graph(document)
     run_key = run_id or uuid.uuid4().hex[:12]
-    store = StoreSpec("redis", state_url, f"{control_prefix}{run_key}") if state_url else None
+    store = run_store(checkpoint, run_key, state_url, control_prefix) if state_url else None
     options = RunOptions(
         checkpoint=checkpoint,
         run_id=run_key,

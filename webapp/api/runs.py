@@ -25,7 +25,9 @@ from webapp.api.schema import (
     RunAcceptedOut,
     RunListOut,
     RunOut,
+    RunResumeIn,
     RunStartIn,
+    RunStateOut,
     RunStopIn,
     answers,
 )
@@ -34,6 +36,7 @@ from webapp.reconfigurations.requests import ReconfigurationBody
 from webapp.reconfigurations.services import reconfiguration_preview, reconfiguration_request
 from webapp.runs import selectors
 from webapp.runs.restarts import restart_policy_of
+from webapp.runs.resumes import run_resume, run_state_discard
 from webapp.runs.services import run_start, run_stop
 
 router = ApiRouter(tags=["runs"])
@@ -42,6 +45,7 @@ router = ApiRouter(tags=["runs"])
 # object, and the body parser refuses it.
 OptionalRunStart = Annotated[RunStartIn, Body(None)]
 OptionalRunStop = Annotated[RunStopIn, Body(None)]
+OptionalRunResume = Annotated[RunResumeIn, Body(None)]
 
 
 @router.get("/runs/{id:id}", response=answers(200, RunOut, 404),
@@ -80,6 +84,24 @@ def run_stop_view(request: HttpRequest, id: PathId, body: OptionalRunStop = None
     run = run_stop(run_id=id, actor=request.user, trigger=trigger_of(request),
                    reason=body.reason if body else "")
     return Status(202, {"run_id": run.pk, "status": run.status})
+
+
+@router.post("/runs/{id:id}/resume", response=answers(202, RunAcceptedOut, 400, 404, 409, 413),
+             summary="start a stopped or failed run again from its kept state, on its own "
+                     "version or, if the change is state-safe, on {version?}",
+             auth=requires(Permission.OPERATE_RUNS))
+def run_resume_view(request: HttpRequest, id: PathId, body: OptionalRunResume = None):
+    run = run_resume(run_id=id, actor=request.user, trigger=trigger_of(request),
+                     version=body.version if body else None)
+    return Status(202, {"run_id": run.pk, "status": run.status})
+
+
+@router.delete("/runs/{id:id}/state", response=answers(200, RunStateOut, 404, 409),
+               summary="discard a stopped or failed run's kept state: it cannot be resumed",
+               auth=requires(Permission.OPERATE_RUNS))
+def run_state_discard_view(request: HttpRequest, id: PathId):
+    run = run_state_discard(run_id=id, actor=request.user, trigger=trigger_of(request))
+    return {"kept": False, "discarded_at": run.state_discarded_at.isoformat()}
 
 
 @router.post("/runs/{id:id}/reconfigurations",

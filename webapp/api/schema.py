@@ -133,6 +133,11 @@ class RunStartIn(_Body):
                                                         "by default")
 
 
+class RunResumeIn(_Body):
+    version: WholeId | None = Field(None, description="the version to continue on (an "
+                                                      "upgrade); the run's own by default")
+
+
 class RunStopIn(_Body):
     reason: str = Field("", max_length=MAX_STRING)
 
@@ -334,6 +339,15 @@ class RestartOut(Schema):
     delay_s: float | None
 
 
+class RunStateOut(Schema):
+    kept: bool = Field(description="whether the run keeps state to resume from")
+    bytes: int | None = Field(None, description="the kept state's bytes, as its store "
+                                                "measures them")
+    entries: int | None = Field(None, description="the kept state's entries")
+    key_groups: int | None = Field(None, description="key groups holding entries")
+    discarded_at: Timestamp | None = None
+
+
 class RunOut(Schema):
     id: int
     job: int
@@ -352,6 +366,8 @@ class RunOut(Schema):
     heartbeat_at: Timestamp | None = Field(description="the driver's last sign of life")
     activity: str | None = Field(description="of a running run: processing, idle: waiting "
                                              "for data, or driver silent for N s")
+    state: RunStateOut | None = Field(description="of a stopped or failed run: the state it "
+                                                  "keeps to resume from")
     metrics: EpochOut | dict[str, Any]
 
 

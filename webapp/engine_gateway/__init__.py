@@ -39,6 +39,7 @@ from webapp.engine_gateway.plans import (
     plan_rescale,
     plan_scale_in_by_instances,
     plan_scale_out_instances,
+    plan_upgrade_check,
     rebalance_command,
     rebalance_moves_diff,
     rebalance_weighted_owners,
@@ -57,6 +58,8 @@ from webapp.engine_gateway.runs import (
     control_stop,
     failure_of_start,
     run_driver,
+    state_discard,
+    state_kept,
 )
 
 __all__ = [
@@ -93,6 +96,7 @@ __all__ = [
     "plan_rescale",
     "plan_scale_in_by_instances",
     "plan_scale_out_instances",
+    "plan_upgrade_check",
     "prepare",
     "load_outlook",
     "load_rates_json",
@@ -103,4 +107,6 @@ __all__ = [
     "rebalance_weighted_owners",
     "run_driver",
     "sink_target_reserved",
+    "state_discard",
+    "state_kept",
 ]

@@ -32,7 +32,7 @@ from engine.api import (
 )
 from webapp.engine_gateway.documents import dag_headroom, dag_problems
 from webapp.engine_gateway.rates import measured_rates
-from webapp.errors import ServiceError
+from webapp.errors import Conflict, ServiceError
 
 LOGIC_FIXED = "sources and sinks change only with a restart"
 """Why a source's or a sink's params cannot change while the run runs."""
@@ -133,6 +133,54 @@ def rebalance_moves_diff(document: dict[str, Any], *, operator: str,
         f"no key group of {operator} changes instance"
     return {"kinds": ["workload"], "affected_operators": [operator],
             "changes": [{"kind": "workload", "operators": [operator], "detail": detail}]}
+
+
+def plan_upgrade_check(before: dict[str, Any], after: dict[str, Any], *, version: int) -> None:
+    """Whether ``after`` (version ``version``) can start from the state of a run that ran
+    ``before`` (its target: live changes included). Each keyed operator's new params are
+    judged by the rule of live logic changes; state is addressed by key group, and a
+    source's position is kept with the state, so neither ``key_groups`` nor a source may
+    change. Conflict names each operator and parameter at fault."""
+    old, new = stored_job_graph(before), stored_job_graph(after)
+    problems = []
+    if old.key_groups != new.key_groups:
+        problems.append({"where": "field key_groups",
+                         "message": f"is {new.key_groups} in version {version}, "
+                                    f"{old.key_groups} in the kept state: state is addressed "
+                                    "by key group"})
+    for op in old.operators:
+        problem = _upgrade_problem(op, new, version)
+        if problem is not None:
+            problems.append(problem)
+    if problems:
+        first = problems[0]
+        raise Conflict(f"version {version} cannot start from this run's state: "
+                       f"{first['where']}: {first['message']}", problems=problems)
+
+
+def _upgrade_problem(op, new: JobGraph, version: int) -> dict[str, str] | None:  # noqa: ANN001
+    source = op.type.startswith("source.")
+    if not source and state_kind_of(op) == "stateless":
+        return None
+    where = f"operator {op.id}"
+    found = next((o for o in new.operators if o.id == op.id), None)
+    if found is None:
+        return {"where": where, "message": f"holds state and is not in version {version}"}
+    if found.type != op.type:
+        return {"where": where, "message": f"is {found.type} in version {version}, "
+                                           f"{op.type} in the kept state"}
+    changed = sorted(name for name in {*op.params, *found.params}
+                     if op.params.get(name) != found.params.get(name))
+    if not changed:
+        return None
+    named = "param" + ("s " if len(changed) > 1 else " ") + ", ".join(changed)
+    if source:
+        return {"where": where, "message": f"{named} changed: where the source reads from "
+                                           "is kept with the state"}
+    reason = logic_change_refused(op.type, op.id, op.params, found.params)
+    if reason is None:
+        return None
+    return {"where": where, "message": f"{named} changed: {reason}"}
 
 
 def plan_check_rebalance(document: dict[str, Any], *, operator: Any, assignment: Any) -> Any:

@@ -14,10 +14,13 @@ from engine.api import (
     CommandRequest,
     RedisControlChannel,
     RunFailure,
+    discard_state,
     failure_of,
+    kept_state,
 )
 
-__all__ = ["CONTROL_PREFIX", "Ack", "control_send", "control_stop", "run_driver"]
+__all__ = ["CONTROL_PREFIX", "Ack", "control_send", "control_stop", "run_driver",
+           "state_discard", "state_kept"]
 
 CONTROL_PREFIX = "streamscale:"
 
@@ -70,12 +73,10 @@ def run_driver(
     """
     from engine.runtime.api import start_run, stop_run
 
-    # On a cluster the executors may sit on other machines: state goes to the networked store.
-    on_cluster = master.startswith("spark://")
     run = start_run(
         document, checkpoint=checkpoint, publisher=host, recorder=host, run_id=str(run_id),
         master=master, control_url=settings.REDIS_URL, control_prefix=CONTROL_PREFIX,
-        state_url=settings.STATE_REDIS_URL if on_cluster else None,
+        state_url=_state_url(master),
     )
     if running is not None:
         running.set()
@@ -88,6 +89,28 @@ def run_driver(
         if stop_requested.is_set():
             stop_run(run)
             return "suspended", None
+
+
+def _state_url(master: str) -> str | None:
+    """On a cluster the executors may sit on other machines: state goes to the networked
+    store; on one machine it stays in the run's checkpoint."""
+    return settings.STATE_REDIS_URL if master.startswith("spark://") else None
+
+
+def state_kept(*, run_id: int, checkpoint: str, master: str) -> dict[str, int] | None:
+    """``{"bytes", "entries", "key_groups"}`` of the state a run with no driver kept, as its
+    store measures it; None when it kept none."""
+    kept = kept_state(checkpoint, run_id=str(run_id), state_url=_state_url(master),
+                      prefix=CONTROL_PREFIX)
+    if kept is None:
+        return None
+    return {"bytes": kept.bytes, "entries": kept.entries, "key_groups": kept.key_groups}
+
+
+def state_discard(*, run_id: int, checkpoint: str, master: str) -> None:
+    """Delete the checkpoint and keyed state of a run with no driver."""
+    discard_state(checkpoint, run_id=str(run_id), state_url=_state_url(master),
+                  prefix=CONTROL_PREFIX)
 
 
 def failure_of_start(error: BaseException, document: dict[str, Any]) -> RunFailure:

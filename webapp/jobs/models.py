@@ -87,6 +87,9 @@ class Run(models.Model):
     # by its driver, not by its data, so an idle source is no failure.
     driver_heartbeat_at = models.DateTimeField(null=True, blank=True)
     checkpoint_location = models.CharField(max_length=500)
+    # A stopped or failed run keeps its checkpoint and state to resume from until they are
+    # discarded (webapp.runs.services.run_state_discard).
+    state_discarded_at = models.DateTimeField(null=True, blank=True)
     # Instances per operator as the driver last acknowledged them (what is true now).
     parallelism = models.JSONField(default=dict)
     # Key-group owners of each keyed operator as the driver last acknowledged them:

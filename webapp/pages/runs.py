@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import uuid
 
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from webapp.accounts.access import page_requires
@@ -29,8 +30,9 @@ from webapp.reconfigurations.requests import MAX_REASON
 from webapp.reconfigurations.services import RECONFIGURABLE
 from webapp.runs import inspection
 from webapp.runs.restarts import restart_policy_of_run
-from webapp.runs.selectors import run_activity_of
-from webapp.runs.services import MAX_STOP_REASON, run_start, run_stop
+from webapp.runs.resumes import run_resume, run_state_discard
+from webapp.runs.selectors import run_activity_of, run_kept_state
+from webapp.runs.services import FINAL_STATUSES, MAX_STOP_REASON, run_start, run_stop
 
 
 def _run_context(run) -> dict:
@@ -58,6 +60,7 @@ def run_detail(request, run_id: int):
         "plan_version": reconfiguration_selectors.run_plan_version(run=run),
         "restart_strategy": restart_policy_of_run(run).describe(),
         "activity": run_activity_of(run=run),
+        **_state_context(run),
     }
     if can_operate and context["live"]:
         context["changes"] = run_change_panels(run=run)
@@ -195,6 +198,54 @@ def stop(request, run_id: int):
     if htmx:
         return render(request, "pages/partials/stop-outcome.html", {"run": run})
     return redirect("run-detail", run_id=run_id)
+
+
+def _state_context(run) -> dict:
+    """The kept state of a stopped or failed run and the versions it may resume on."""
+    kept = run_kept_state(run=run)
+    if kept is None:
+        return {}
+    versions = list(run.job.versions.order_by("-number").values_list("number", flat=True))
+    return {"kept": kept, "versions": versions}
+
+
+def _state_panel(request, run_id: int, action) -> HttpResponse:  # noqa: ANN001
+    """Resume or discard from the kept-state panel: a resumed run's page is reloaded (it is
+    live again); a refusal or a discard comes back in the panel."""
+    try:
+        run = action()
+    except NotFound as error:
+        raise Http404(str(error)) from None
+    except ServiceError as error:
+        run = run_or_404(run_id)
+        return render(request, "pages/partials/run-state.html",
+                      {"run": run, "error": error, **_state_context(run)})
+    if run.status in FINAL_STATUSES:
+        return render(request, "pages/partials/run-state.html",
+                      {"run": run, **_state_context(run)})
+    if request.headers.get("HX-Request"):
+        answer = render(request, "pages/partials/run-state.html", {"run": run, "resumed": True})
+        answer["HX-Redirect"] = reverse("run-detail", args=[run.pk])
+        return answer
+    return redirect("run-detail", run_id=run.pk)
+
+
+@page_requires(Permission.OPERATE_RUNS)
+@require_POST
+def resume(request, run_id: int):
+    """Resume a stopped or failed run from its kept state, on the version chosen."""
+    version = request.POST.get("version", "").strip()
+    return _state_panel(request, run_id, lambda: run_resume(
+        run_id=run_id, actor=request.user, trigger=Trigger.USER,
+        version=int(version) if version.isdigit() else None))
+
+
+@page_requires(Permission.OPERATE_RUNS)
+@require_POST
+def state_discard(request, run_id: int):
+    """Discard a stopped or failed run's kept state."""
+    return _state_panel(request, run_id, lambda: run_state_discard(
+        run_id=run_id, actor=request.user, trigger=Trigger.USER))
 
 
 @page_requires(Permission.OPERATE_RUNS)

@@ -25,6 +25,8 @@ run_pages = [
     path("operators/<str:operator_id>/series.json", drill.run_operator_series,
          name="run-operator-series"),
     path("stop", runs.stop, name="run-stop"),
+    path("resume", runs.resume, name="run-resume"),
+    path("state/discard", runs.state_discard, name="run-state-discard"),
 ]
 
 # The run page's controls: scaling, the autoscaler and the other reconfigurations.

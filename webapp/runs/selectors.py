@@ -7,6 +7,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from webapp import engine_gateway
 from webapp.errors import NotFound
 from webapp.jobs.metrics import KEYED_OPERATOR_FIELDS
 from webapp.jobs.models import (
@@ -45,7 +46,7 @@ _RUN_ANSWER_COLUMNS = (
     "id", "job_id", "version_id", "status", "current_epoch", "parallelism", "assignment",
     "spark_master", "restarts", "failure_reason", "created_at", "started_at", "stopped_at",
     "autoscale_mode", "autoscale_proposal", "restart_strategy", "restart_attempts",
-    "restart_delay_s", "driver_heartbeat_at")
+    "restart_delay_s", "driver_heartbeat_at", "checkpoint_location", "state_discarded_at")
 _RUN_ANSWER_SQL = (
     f"SELECT {', '.join('r.' + c for c in _RUN_ANSWER_COLUMNS)}, v.number AS version_number "
     f'FROM "{Run._meta.db_table}" r JOIN "{JobVersion._meta.db_table}" v ON v.id = r.version_id '
@@ -87,9 +88,25 @@ def run_as_json(run: Run) -> dict[str, Any]:
         "autoscale": {"mode": run.autoscale_mode, "proposal": run.autoscale_proposal or None},
         "restart": restart_policy_of_run(run).as_json(),
         "heartbeat_at": _iso(run.driver_heartbeat_at),
+        "state": run_kept_state(run=run),
         "activity": run_activity(run=run, last_epoch_at=metrics.get("at")),
         "metrics": metrics,
     }
+
+
+def run_kept_state(*, run: Run) -> dict[str, Any] | None:
+    """What a stopped or failed run keeps to resume from, measured by its store:
+    ``{"kept": True, "bytes", "entries", "key_groups"}``, or ``{"kept": False,
+    "discarded_at"}``; None for a run that is not over (its state is in use)."""
+    if run.status not in (RunStatus.STOPPED, RunStatus.FAILED):
+        return None
+    if run.state_discarded_at is not None:
+        return {"kept": False, "discarded_at": run.state_discarded_at.isoformat()}
+    size = engine_gateway.state_kept(run_id=run.pk, checkpoint=run.checkpoint_location,
+                                     master=run.spark_master)
+    if size is None:
+        return {"kept": False, "discarded_at": None}
+    return {"kept": True, **size, "discarded_at": None}
 
 
 # A running run with no epoch this long is idle: its sources have nothing new (Spark runs a

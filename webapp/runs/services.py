@@ -44,7 +44,7 @@ def run_start(*, job_id: int, version: int | None, actor, trigger: str,
         if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
             raise ServiceError("version must be a version number")
         job_version = job_version_get(job=job, number=version)
-        _check_runnable(job_version)
+        version_check_runnable(job_version)
         # A target handed to another job since this version was saved is no longer its own.
         job_sink_targets_claim(job=job, document=job_version.dag)
         active = job.runs.filter(status__in=ACTIVE_RUN_STATUSES).first()
@@ -66,12 +66,12 @@ def run_start(*, job_id: int, version: int | None, actor, trigger: str,
             details={"version": job_version.number, "restart": restart.as_json()},
         )
         # Registered first: with Redis down the launch fails the run before anything else.
-        transaction.on_commit(lambda: _enqueue_launch(run_launch, run.pk))
-        _publish_status(run)
+        transaction.on_commit(lambda: launch_enqueue(run_launch, run.pk))
+        run_status_publish(run)
     return run
 
 
-def _check_runnable(job_version) -> None:
+def version_check_runnable(job_version) -> None:
     """Stored versions are checked again: rules (allowed functions, paths, limits) may have
     tightened since the version was saved, and a version that fails them never starts."""
     problems = engine_gateway.dag_problems(job_version.dag)
@@ -81,7 +81,7 @@ def _check_runnable(job_version) -> None:
                        f"{first['where']}: {first['message']}", problems=problems)
 
 
-def _enqueue_launch(task, run_id: int) -> None:  # noqa: ANN001 - the Celery task
+def launch_enqueue(task, run_id: int) -> None:  # noqa: ANN001 - the Celery task
     """Enqueue the launch; a run whose launch cannot be enqueued (Redis down) fails at once,
     naming why, instead of staying "starting" with nobody to start it."""
     from webapp.dependencies import REDIS_DOWN, redis_down
@@ -99,14 +99,15 @@ MAX_STOP_REASON = 1000  # as any text field of the API
 
 
 def run_stop(*, run_id: int, actor, trigger: str, reason: str = "") -> Run:
-    """Ask a run to stop after its current epoch; the checkpoint stays consistent."""
+    """Ask a run to stop after its current epoch; its checkpoint and state are kept, to
+    resume from (``webapp.runs.resumes``)."""
     if len(reason) > MAX_STOP_REASON or "\x00" in reason:
         raise ServiceError(f"the reason is {len(reason)} characters long: at most "
                            f"{MAX_STOP_REASON}, without NUL",
                            problems=[{"where": "field reason",
                                       "message": f"must be at most {MAX_STOP_REASON} characters"}])
     with transaction.atomic():
-        run = _locked(run_id)
+        run = run_locked(run_id)
         if run.status in FINAL_STATUSES:
             raise Conflict(f"run {run.pk} is already {run.status}")
         if run.status != RunStatus.STOPPING:
@@ -114,9 +115,9 @@ def run_stop(*, run_id: int, actor, trigger: str, reason: str = "") -> Run:
             run.save(update_fields=["status"])
             audit_record(
                 actor=actor, trigger=trigger, action="run.stopped", subject=run,
-                reason=reason, outcome="requested",
+                reason=reason, outcome="requested", details={"state": "kept"},
             )
-            _publish_status(run)
+            run_status_publish(run)
             transaction.on_commit(lambda: engine_gateway.control_stop(run_id=run.pk))
     return run
 
@@ -128,7 +129,7 @@ def run_status_set(
     final status is never left. ``detail``: the cause in one line; ``output``: the driver's
     last output, kept apart from the cause (shown behind a disclosure)."""
     with transaction.atomic():
-        run = _locked(run_id)
+        run = run_locked(run_id)
         # Each restart is an event of its own, also of a run that never got back to running.
         if run.status in FINAL_STATUSES or (run.status == status != RunStatus.RECOVERING):
             return run
@@ -158,7 +159,7 @@ def run_status_set(
             from webapp.reconfigurations.services import reconfigurations_abandon
 
             reconfigurations_abandon(run=run, reason=f"the run {status} before it took effect")
-        _publish_status(run)
+        run_status_publish(run)
     return run
 
 
@@ -199,14 +200,14 @@ def run_query_started(*, run_id: int, pid: int) -> None:
         run_status_set(run_id=run_id, status=RunStatus.RUNNING)
 
 
-def _locked(run_id: int) -> Run:
+def run_locked(run_id: int) -> Run:
     run = Run.objects.select_for_update().select_related("job").filter(pk=run_id).first()
     if run is None:
         raise NotFound(f"there is no run {run_id}")
     return run
 
 
-def _publish_status(run: Run) -> None:
+def run_status_publish(run: Run) -> None:
     job_event_publish(
         job_id=run.job_id,
         event={"type": "run.status", "job": run.job_id, "run": run.pk, "status": run.status,

@@ -42,6 +42,9 @@ class EpochPlan:
     """The commands picked up for this epoch: applied in it, or rejected."""
     stop: bool = False
     """Whether the run stops after this epoch (a stop command)."""
+    graph: str | None = None
+    """The digest of the job graph the plan was made for: a run started again on a new
+    version of its job sees that a logged plan is another graph's (None: not recorded)."""
 
     def to_json(self) -> dict[str, Any]:
         """The epoch log's form."""
@@ -54,6 +57,7 @@ class EpochPlan:
             "cursor": self.cursor,
             "acks": [ack.to_dict() for ack in self.acks],
             "stop": self.stop,
+            "graph": self.graph,
         }
 
     @classmethod
@@ -74,6 +78,7 @@ class EpochPlan:
             acks=tuple(_ack(a, f"acks[{i}]") for i, a in enumerate(_list(plan.get("acks", []),
                                                                           "acks"))),
             stop=_bool(plan.get("stop", False), "stop"),
+            graph=_optional_str(plan.get("graph"), "graph"),
         )
 
 

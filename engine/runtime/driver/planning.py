@@ -7,9 +7,11 @@ with nothing to take and no command is not planned: the run is idle until data c
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -45,11 +47,31 @@ class EpochPlanner:
         self.listener: ControlListener | None = None  # set once the run starts
         self._plans: dict[str, PhysicalPlan] = {}
         self._taken_files: dict[str, set[str]] = {}
+        self.graph_digest = graph_digest(graph)
 
     def plan(self, epoch: int, batch: DataFrame) -> EpochPlan | None:
         """The epoch's logged plan (a replay), else a new one, logged before it runs; None
         when the run is idle (its sources have nothing new, no command came)."""
-        return self.log.plan(epoch) or self._new_plan(epoch, batch)
+        logged = self.log.plan(epoch)
+        if logged is not None and not self._same_graph(logged):
+            logged = self._upgraded(epoch, logged)
+        return logged or self._new_plan(epoch, batch)
+
+    def _same_graph(self, plan: EpochPlan) -> bool:
+        """Whether ``plan`` was made for this run's job graph (a plan logged before graphs
+        were recorded was)."""
+        return plan.graph in (None, self.graph_digest)
+
+    def _upgraded(self, epoch: int, logged: EpochPlan) -> EpochPlan:
+        """The replay of an epoch an earlier version of the job planned (a stopped or failed
+        run started again on a new version): the same rows of each source, under the new
+        graph's configuration. Key groups the first attempt committed keep what it emitted."""
+        config = initial_config(plan_job(self.graph))
+        watermarks = advance_watermarks(self.graph, config, logged.watermarks, None)
+        plan = replace(logged, graph=self.graph_digest, config=config, watermarks=watermarks,
+                       closes=windows_closing(self.graph, config, None, {}, watermarks))
+        self.log.write_plan(plan)
+        return plan
 
     def running_plan(self, config: RunConfig) -> PhysicalPlan:
         """The planner's plan of the configuration an epoch runs (made once per config)."""
@@ -69,6 +91,12 @@ class EpochPlanner:
         else:
             config, cursor, watermarks = previous.config, previous.cursor, previous.watermarks
             outcome, taken = self.log.outcome(previous.epoch), previous.sources
+        # A new version of the job continues from the run's state with its own configuration
+        # (its state safety was checked before it started: the rule of live logic changes).
+        upgraded = previous is not None and not self._same_graph(previous)
+        if upgraded:
+            config = initial_config(plan_job(self.graph))
+        before = None if previous is None or upgraded else config  # ``_apply`` makes a new one
         sources = self._take(taken)
         assert self.listener is not None
         if previous is not None and self._idle(sources) and not self.listener.pending():
@@ -78,9 +106,9 @@ class EpochPlanner:
         applied, acks, stop = self._apply(config, commands, epoch, batch, outcome)
         plan = EpochPlan(
             epoch=epoch, config=applied, sources=sources, watermarks=advanced,
-            closes=windows_closing(self.graph, applied, None if previous is None else config,
-                                   watermarks, advanced),
+            closes=windows_closing(self.graph, applied, before, watermarks, advanced),
             cursor=commands[-1].cursor if commands else cursor, acks=tuple(acks), stop=stop,
+            graph=self.graph_digest,
         )
         self.log.write_plan(plan)
         self._record_files(sources)
@@ -143,6 +171,13 @@ class EpochPlanner:
             if isinstance(part, FilesTaken) and part.files:
                 self.log.record_files(op_id, part.files)
                 self._files_taken(op_id).update(part.files)
+
+
+def graph_digest(graph: JobGraph) -> str:
+    """Names the job graph a plan was made for: a run started on a new version of its job
+    sees that its logged plans are another graph's."""
+    text = json.dumps(graph.to_dict(), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def windows_closing(

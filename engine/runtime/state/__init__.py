@@ -1,8 +1,8 @@
 """Shared keyed state stores addressed by (operator, key group, key), never by instance."""
 
-from engine.runtime.state.base import KeyedChanges, StateStore, StoreSpec
+from engine.runtime.state.base import KeyedChanges, StateSize, StateStore, StoreSpec
 
-__all__ = ["KeyedChanges", "StateStore", "StoreSpec", "open_store"]
+__all__ = ["KeyedChanges", "StateSize", "StateStore", "StoreSpec", "build_store", "open_store"]
 
 _OPEN: dict[StoreSpec, StateStore] = {}
 
@@ -13,6 +13,12 @@ def open_store(spec: StoreSpec) -> StateStore:
     if store is None:
         store = _OPEN[spec] = _build(spec)
     return store
+
+
+def build_store(spec: StoreSpec) -> StateStore:
+    """A store of its own for ``spec``, not kept for the process: for a look at a run's
+    store from outside the run (its size, a discard), closed when dropped."""
+    return _build(spec)
 
 
 def _build(spec: StoreSpec) -> StateStore:

@@ -60,6 +60,16 @@ class StoreSpec:
     namespace: str = "default"
 
 
+@dataclass(frozen=True)
+class StateSize:
+    """What a store holds: its bytes (on disk or in the server's memory), its entries (each
+    version of an entry counted until the store folds it) and its key groups with entries."""
+
+    bytes: int
+    entries: int
+    key_groups: int
+
+
 class StateStore(ABC):
     """Keyed entries per (operator, key group), committed atomically with the group's mark.
 
@@ -103,6 +113,10 @@ class StateStore(ABC):
     @abstractmethod
     def groups(self, operator: str) -> set[int]:
         """The key groups of ``operator`` that hold entries."""
+
+    @abstractmethod
+    def size(self) -> StateSize:
+        """What the store holds now, read from the store itself."""
 
     @abstractmethod
     def clear(self) -> None:

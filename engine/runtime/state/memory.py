@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 
+from engine.runtime.state.base import StateSize
 from engine.runtime.state.runs_store import GroupRow, Plan, RunsStore
 from engine.runtime.state.sorted_runs import Loaded, Run, as_loaded
 
@@ -54,6 +55,12 @@ class MemoryStateStore(RunsStore):
     def groups(self, operator: str) -> set[int]:
         """Key groups of the operator that hold entries."""
         return {kg for (op, kg), row in self._groups.items() if op == operator and row.runs}
+
+    def size(self) -> StateSize:
+        """The tables' bytes, the runs' rows and the groups with runs."""
+        rows = [row for row in self._groups.values() if row.runs]
+        return StateSize(sum(t.nbytes for t in self._tables.values()),
+                         sum(run.rows for row in rows for run in row.runs), len(rows))
 
     def clear(self) -> None:
         """Drops everything."""

@@ -31,6 +31,7 @@ from engine.runtime.state.base import (
     FIELD,
     TIMER,
     VALUE,
+    StateSize,
     ipc_bytes,
     ipc_table,
 )
@@ -125,6 +126,25 @@ class RedisStateStore(RunsStore):
                 self.bytes_read += len(data)
                 found[kg] = ipc_table(data)
         return found
+
+    def size(self) -> StateSize:
+        """The memory Redis gives the namespace's keys, and the entries and groups the
+        groups' rows list (scanned by prefix, a page at a time)."""
+        keys = [key for pattern in (f"{self._ns}:*", f"{{{self._ns}:*")
+                for key in self._redis.scan_iter(match=pattern, count=1000)]
+        used = entries = groups = 0
+        for start in range(0, len(keys), 1000):
+            page = keys[start:start + 1000]
+            pipe = self._redis.pipeline(transaction=False)
+            for key in page:
+                pipe.memory_usage(key, samples=0)
+                pipe.hget(key, "runs") if key.endswith(b":g") else pipe.echo("")
+            answers = pipe.execute()
+            for usage, runs in zip(answers[::2], answers[1::2], strict=True):
+                used += int(usage or 0)
+                rows = sum(run.rows for run in runs_from_json(runs)) if runs else 0
+                entries, groups = entries + rows, groups + (rows > 0)
+        return StateSize(used, entries, groups)
 
     def clear(self) -> None:
         """Deletes every key of the namespace (only ours: scanned by prefix) and the cache."""

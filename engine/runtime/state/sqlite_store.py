@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 import pyarrow as pa
 
 from engine.runtime.errors import StreamRuntimeError
-from engine.runtime.state.base import ipc_bytes, ipc_table
+from engine.runtime.state.base import StateSize, ipc_bytes, ipc_table
 from engine.runtime.state.runs_store import (
     GroupRow,
     Plan,
@@ -186,6 +186,22 @@ class SqliteStateStore(RunsStore):
             "SELECT key_group FROM keyed_groups WHERE operator = ? AND runs != '[]'", (operator,)
         )
         return {int(kg) for (kg,) in rows}
+
+    def size(self) -> StateSize:
+        """The bytes of its files (group rows and runs), and the entries and groups its rows
+        list; nothing is created for a store that was never written."""
+        if not os.path.exists(self.keyed_path):
+            return StateSize(0, 0, 0)
+        entries = groups = 0
+        for (text,) in self._keyed_db().execute("SELECT runs FROM keyed_groups"):
+            rows = sum(run.rows for run in runs_from_json(text))
+            entries, groups = entries + rows, groups + (rows > 0)
+        root = os.path.dirname(self.keyed_path)
+        prefix = os.path.basename(self.keyed_path).split(".keyed.")[0]
+        on_disk = sum(os.path.getsize(os.path.join(folder, name))
+                      for folder, _, names in os.walk(root) for name in names
+                      if os.path.relpath(os.path.join(folder, name), root).startswith(prefix))
+        return StateSize(on_disk, entries, groups)
 
     def clear(self) -> None:
         """Forgets every group's state and its files."""

@@ -116,3 +116,13 @@ def test_workers_setting_up_one_sqlite_file_at_once_all_get_through(tmp_path) ->
         assert [w.exitcode for w in workers] == [0] * 4, f"round {round_}"
         store = open_store(StoreSpec("sqlite", str(tmp_path), namespace))
         assert len(store.groups("op")) == 4 * 32
+
+
+def test_a_store_measures_what_it_holds_and_holds_nothing_once_cleared(store) -> None:  # type: ignore[no-untyped-def]
+    assert (store.size().entries, store.size().key_groups) == (0, 0)
+    store.commit_entries("op", 1, {1: KeyedChanges(_puts(10, {"a": "1", "b": "1"})),
+                                   3: KeyedChanges(_puts(10, {"c": "1"}))})
+    held = store.size()
+    assert (held.entries, held.key_groups) == (3, 2) and held.bytes > 0
+    store.clear()
+    assert (store.size().entries, store.size().key_groups) == (0, 0)

@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "benchmark",
         choices=["throughput", "rescale", "control", "state", "durability", "api",
-                 "autoscale", "report"],
+                 "autoscale", "recovery", "report"],
     )
     parser.add_argument("--rows-per-batch", type=int, default=200_000)
     parser.add_argument("--epochs", type=int)
@@ -39,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calm-s", type=float, default=300.0,
                         help="seconds of the calm phase, a neighbour spinning through its "
                              "middle half (autoscale)")
+    parser.add_argument("--kills", type=int, default=5,
+                        help="kills of the embedded-store run's driver (recovery)")
+    parser.add_argument("--redis-kills", type=int, default=2,
+                        help="kills of the Redis-store run's driver, on a loopback standalone "
+                             "cluster; 0 leaves that run out (recovery)")
     parser.add_argument("--large-keys", type=int, default=10_000_000, help="keys (state)")
     parser.add_argument("--rounds", type=int, default=2,
                         help="rounds of the VSN runs, small and large alternating (state)")
@@ -57,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         result = measure_autoscale(overload=args.overload, rate=args.rate,
                                    max_parallelism=args.max, observe_s=args.observe_s,
                                    calm_s=args.calm_s)
+    elif args.benchmark == "recovery":
+        from bench.recovery import measure as measure_recovery
+
+        result = measure_recovery(kills=args.kills, redis_kills=args.redis_kills)
     elif args.benchmark == "durability":
         from bench.state_durability import measure as measure_durability
 

@@ -30,6 +30,7 @@ BENCHES: dict[str, str] = {
     "durability": "state_durability",
     "api": "api",
     "autoscale": "autoscale",
+    "recovery": "recovery",
 }
 # Figures left out of the table: the bench's own noise and bookkeeping.
 NOT_FIGURES = {"context", "measured_at", "command"}
@@ -109,6 +110,16 @@ TARGETS: dict[str, dict[str, Target]] = {
         "calm_flaps": _equal("calm_flaps", 0),
         "calm_scale_downs": _at_most("calm_scale_downs", 1),
         "exact": _equal("exact", True),
+    },
+    # On a quiet 2-core machine.
+    "recovery": {
+        "kills": _at_least("kills", 5),
+        "recover_s_p50": _at_most("recover_s_p50", 5),
+        "recover_s_p99": _at_most("recover_s_p99", 15),
+        "first_epoch_s_p50": _at_most("first_epoch_s_p50", 10),
+        "collisions": _equal("collisions", 0),
+        "exact": _equal("exact", True),
+        "failed": _equal("failed", 0),
     },
 }
 

@@ -113,17 +113,18 @@ class ApiClient:
     def get(self, path: str) -> Any:
         return self._ok(*self.call("GET", path))
 
-    def post(self, path: str, body: Any) -> Any:
-        return self._ok(*self.call("POST", path, body))
+    def post(self, path: str, body: Any, *, timeout: float = 60.0) -> Any:
+        return self._ok(*self.call("POST", path, body, timeout=timeout))
 
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    def call(self, method: str, path: str, body: Any = None, *,
+             timeout: float = 60.0) -> tuple[int, Any]:
         request = urllib.request.Request(
             self.base + path, method=method,
             data=None if body is None else json.dumps(body).encode(),
             headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
         )
         try:
-            with urllib.request.urlopen(request, timeout=60) as response:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
                 return response.status, json.loads(response.read() or b"null")
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read() or b"null")

@@ -48,3 +48,34 @@ def test_what_the_driver_left_in_its_group_ends_with_it(tmp_path: Path, leftover
         reaper.kill()
         if pid_path.exists() and process_alive(int(pid_path.read_text())):
             psutil.Process(int(pid_path.read_text())).kill()
+
+
+# A leftover that notes a SIGTERM and runs on; the driver that started it is killed.
+_NOTES_SIGTERM = ("import pathlib,signal,sys,time; signal.signal(signal.SIGTERM, lambda *a: "
+                  "pathlib.Path(sys.argv[1]).write_text('SIGTERM')); print('ready', flush=True); "
+                  "time.sleep(300)")
+_KILLED_DRIVER = ("import os,signal,subprocess,sys; c=subprocess.Popen([sys.executable, '-c', "
+                  "sys.argv[3], sys.argv[2]], stdout=subprocess.PIPE, text=True); "
+                  "c.stdout.readline(); open(sys.argv[1], 'w').write(str(c.pid)); "
+                  "os.kill(os.getpid(), signal.SIGKILL)")
+
+
+def test_what_a_killed_driver_left_is_killed_without_a_grace(tmp_path: Path) -> None:
+    """A JVM without its driver has nothing left to finish: no SIGTERM and 10 s of grace
+    before the run's next driver may start, but SIGKILL at once."""
+    exit_path, pid_path, noted = tmp_path / "exit.json", tmp_path / "leftover.pid", tmp_path / "n"
+    reaper = subprocess.Popen(
+        [sys.executable, "-c", _REAPER, str(tmp_path / "driver.log"), str(exit_path),
+         sys.executable, "-c", _KILLED_DRIVER, str(pid_path), str(noted), _NOTES_SIGTERM],
+        stdout=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    try:
+        assert reaper.stdout is not None and int(reaper.stdout.readline())
+        assert reaper.wait(timeout=60) == 0  # it waits for nothing once the group is gone
+        assert json.loads(exit_path.read_text())["code"] == -9
+        assert not process_alive(int(pid_path.read_text()))
+        assert not noted.exists(), "the leftover was sent SIGTERM first"
+    finally:
+        reaper.kill()
+        if pid_path.exists() and process_alive(int(pid_path.read_text())):
+            psutil.Process(int(pid_path.read_text())).kill()

@@ -9,10 +9,10 @@ import os
 import signal
 import threading
 
-import psutil
 import pytest
 
 from tests.engine.runtime.jobs import window_job
+from tests.webapp.driver_kills import driver_pid
 from tests.webapp.private_stack import LiveFeed, PrivateStack, wait_for
 from tests.webapp.sink_check import check_sink_is_exact
 
@@ -28,16 +28,11 @@ def stack():
         yield private
 
 
-def _driver_pid(run_id: int) -> int:
-    for process in psutil.process_iter(["cmdline"]):
-        cmdline = process.info["cmdline"] or []
-        if "webapp.runs.driver" in cmdline and str(run_id) in cmdline:
-            return process.pid
-    raise AssertionError(f"no driver process for run {run_id}")
-
-
-def _kill_driver(run_id: int) -> None:
-    os.killpg(os.getpgid(_driver_pid(run_id)), signal.SIGKILL)
+def _kill_driver(stack: PrivateStack, run_id: int) -> None:
+    # This stack's driver: other stacks on the machine have runs of the same ids.
+    pid = driver_pid(stack, run_id)
+    assert pid is not None, f"no driver process for run {run_id}"
+    os.killpg(os.getpgid(pid), signal.SIGKILL)
 
 
 def _settled(api, reconfiguration_id: int) -> dict | None:
@@ -114,7 +109,7 @@ def test_a_job_runs_rescales_recovers_and_stops_with_exact_results(stack):
         # Kill the driver during a reconfiguration: the run recovers and the change settles.
         epoch = api.get(f"/api/runs/{run_id}")["epoch"]
         _, during = _rescale(api, run_id, 4, "e2e-during-kill")
-        _kill_driver(run_id)
+        _kill_driver(stack, run_id)
         wait_for(lambda: api.get(f"/api/runs/{run_id}")["status"] == "recovering", timeout=30,
                  what="the run to be marked recovering")
         settled = wait_for(lambda: _settled(api, during["id"]), timeout=300,
@@ -125,7 +120,7 @@ def test_a_job_runs_rescales_recovers_and_stops_with_exact_results(stack):
 
         # Kill it once more in the middle of a run.
         epoch = api.get(f"/api/runs/{run_id}")["epoch"]
-        _kill_driver(run_id)
+        _kill_driver(stack, run_id)
         wait_for(lambda: _running_past(api, run_id, epoch + 2), timeout=300,
                  what="the run to recover again")
 

@@ -16,9 +16,9 @@ from webapp.jobs.models import RestartStrategy
 from webapp.runs.restarts import RestartPolicy
 
 
-def test_exponential_back_off_doubles_from_1_s_to_60_s_without_end() -> None:
+def test_exponential_restarts_at_once_then_doubles_from_1_s_to_60_s_without_end() -> None:
     policy = RestartPolicy()
-    assert [policy.delay_before(n) for n in range(1, 9)] == [1, 2, 4, 8, 16, 32, 60, 60]
+    assert [policy.delay_before(n) for n in range(1, 10)] == [0, 1, 2, 4, 8, 16, 32, 60, 60]
     assert policy.delay_before(10_000) == 60
 
 
@@ -124,11 +124,31 @@ def test_a_crash_under_strategy_none_fails_the_run_naming_the_strategy(
 
 @pytest.mark.django_db
 def test_a_transient_crash_waits_out_its_back_off(live_run, settings, tmp_path) -> None:
+    from django.utils import timezone
+
     from webapp.jobs.models import Run, RunStatus
     from webapp.runs.supervision import runs_watch
 
     run = _crashed_run(live_run, settings, tmp_path, code=-9)
-    Run.objects.filter(pk=run.pk).update(restarts=5)  # the sixth restart waits 32 s
+    # Five restarts of a driver launched a moment ago: a crash loop, the sixth waits 16 s.
+    Run.objects.filter(pk=run.pk).update(restarts=5, driver_launched_at=timezone.now())
     assert runs_watch() == []
     run.refresh_from_db()
     assert run.status == RunStatus.RUNNING and run.restarts == 5
+
+
+@pytest.mark.django_db
+def test_a_first_crash_restarts_at_once_and_overlapping_watches_restart_it_once(
+        live_run, settings, tmp_path, monkeypatch) -> None:
+    from webapp.jobs.models import Run
+    from webapp.runs import supervision
+
+    launched: list[int] = []
+    monkeypatch.setattr(supervision, "run_launch",
+                        lambda *, run_id: launched.append(run_id) or "driver started")
+    run = _crashed_run(live_run, settings, tmp_path, code=-9)
+    stale = Run.objects.get(pk=run.pk)  # as a second, overlapping pass read it
+    assert supervision.runs_watch() == [f"run {run.pk}: driver started"]
+    assert supervision._watch(stale) is None  # its driver is no longer the one recorded
+    run.refresh_from_db()
+    assert launched == [run.pk] and run.restarts == 1

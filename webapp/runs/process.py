@@ -31,8 +31,12 @@ _SPAWN = (
 # and time its restart's back-off from the crash. Its command line does not hold the driver
 # module: only the driver matches `driver_alive`.
 # Then it ends what the driver left in its process group: Spark's JVM outlives a driver
-# killed while the JVM was starting (it never reached its watch on the driver's pipe). It
-# gets SIGTERM, so its shutdown hooks remove its temporary files, and SIGKILL after 10 s.
+# killed while the JVM was starting (it never reached its watch on the driver's pipe), and
+# it winds down for seconds after a driver killed later. After a driver that ended of itself
+# it gets SIGTERM, so its shutdown hooks run, and SIGKILL after 10 s; after a driver killed
+# by a signal, SIGKILL at once: no successor starts while the group lives, and a JVM
+# without its driver has nothing left to finish (its temporary files are in the run's
+# folder, SPARK_LOCAL_DIRS, which the next launch clears).
 _REAPER = (
     "import json, os, signal, subprocess, sys\n"
     "log_path, exit_path, argv = sys.argv[1], sys.argv[2], sys.argv[3:]\n"
@@ -50,7 +54,8 @@ _REAPER = (
     "tmp = exit_path + '.tmp'\n"
     "open(tmp, 'w').write(json.dumps({'pid': p.pid, 'code': code, 'at': time.time()}))\n"
     "os.replace(tmp, exit_path)\n"
-    "for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 0.0)):\n"
+    "ends = ((signal.SIGTERM, 10.0),) if code >= 0 else ()\n"
+    "for sig, wait in (*ends, (signal.SIGKILL, 0.0)):\n"
     "    try:\n"
     "        os.killpg(p.pid, sig)\n"
     "    except ProcessLookupError:\n"

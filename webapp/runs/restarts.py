@@ -19,7 +19,8 @@ MAX_ATTEMPTS, MAX_DELAY_S = 1000, 3600.0
 
 @dataclass(frozen=True)
 class RestartPolicy:
-    """``exponential`` (1 s doubling to 60 s, without end), ``fixed`` (``attempts`` restarts
+    """``exponential`` (the first restart at once, then 1 s doubling to 60 s, without end),
+    ``fixed`` (``attempts`` restarts
     ``delay_s`` apart) or ``none`` (the first crash fails the run)."""
 
     strategy: str = RestartStrategy.EXPONENTIAL
@@ -33,8 +34,11 @@ class RestartPolicy:
             return None
         if self.strategy == RestartStrategy.FIXED:
             return self.delay_s if restart <= (self.attempts or 0) else None
+        if restart <= 1:
+            # One crash is no loop: waiting would only lengthen the recovery.
+            return 0.0
         # The exponent is capped: with no attempt limit the count grows without end.
-        return min(EXPONENTIAL_MAX_S, EXPONENTIAL_FIRST_S * 2.0 ** min(restart - 1, 32))
+        return min(EXPONENTIAL_MAX_S, EXPONENTIAL_FIRST_S * 2.0 ** min(restart - 2, 32))
 
     def describe(self) -> str:
         """As the run page shows it."""
@@ -42,8 +46,8 @@ class RestartPolicy:
             return f"fixed: {self.attempts} attempts, {self.delay_s:g} s apart"
         if self.strategy == RestartStrategy.NONE:
             return "none: the first crash fails the run"
-        return (f"exponential: {EXPONENTIAL_FIRST_S:g} s doubling to {EXPONENTIAL_MAX_S:g} s, "
-                "no attempt limit")
+        return (f"exponential: at once, then {EXPONENTIAL_FIRST_S:g} s doubling to "
+                f"{EXPONENTIAL_MAX_S:g} s, no attempt limit")
 
     def as_json(self) -> dict:
         return {"strategy": self.strategy, "attempts": self.attempts, "delay_s": self.delay_s}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import time
@@ -34,6 +35,7 @@ STOP_GRACE_S = 60.0
 # How long an ended driver's process group may outlive it before the watcher kills what is left
 # (its reaper sends SIGTERM at once and SIGKILL after 10 s).
 GROUP_GONE_WAIT_S = 15.0
+SPARK_LOCAL_DIR = "spark-local"
 
 
 def run_launch(*, run_id: int, resume: bool = False) -> str:
@@ -47,9 +49,12 @@ def run_launch(*, run_id: int, resume: bool = False) -> str:
             return "nothing to launch"
         if driver_alive(run.driver_pid, run.pk):
             return f"driver {run.driver_pid} is alive"
+        # Spark's temporary files: a driver killed by a signal leaves its JVM's behind.
+        local_dirs = run_dir(run.pk) / SPARK_LOCAL_DIR
+        shutil.rmtree(local_dirs, ignore_errors=True)
         pid = driver_spawn(
             run_id=run.pk, log_path=run_dir(run.pk) / "driver.log",
-            cwd=BASE_DIR, env=_driver_env(),
+            cwd=BASE_DIR, env={**_driver_env(), "SPARK_LOCAL_DIRS": str(local_dirs)},
         )
         run_driver_recorded(run_id=run.pk, pid=pid, host=socket.gethostname())
         Run.objects.filter(pk=run.pk).update(driver_launched_at=timezone.now())
@@ -98,9 +103,16 @@ def _watch(run: Run) -> str | None:
     left = _predecessor_left(run, ended)
     if left:
         return left
-    Run.objects.filter(pk=run.pk).update(restarts=run.restarts + 1, driver_pid=None)
-    run_status_set(run_id=run.pk, status=RunStatus.RECOVERING, output=tail,
-                   detail=f"{how}; a transient failure, restarting from the checkpoint")
+    # Watch passes may overlap (one per beat, two worker processes): only the pass that
+    # still finds the dead driver recorded restarts it, so a restart is never doubled.
+    with transaction.atomic():
+        restarted = Run.objects.filter(
+            pk=run.pk, driver_pid=run.driver_pid, status=run.status).update(
+            restarts=run.restarts + 1, driver_pid=None)
+        if not restarted:
+            return None
+        run_status_set(run_id=run.pk, status=RunStatus.RECOVERING, output=tail,
+                       detail=f"{how}; a transient failure, restarting from the checkpoint")
     return run_launch(run_id=run.pk)
 
 

@@ -148,18 +148,31 @@ def test_an_ended_run_offers_no_controls(session_client, live_run, status):
 def test_a_live_run_offers_stop_with_a_reason_and_the_policy_field_has_the_server_s_bounds(
     session_client, live_run
 ):
-    page = session_client(Role.OPERATOR).get(f"/runs/{live_run.pk}/").content.decode()
+    from tests.webapp.conftest import epoch_metrics
+    from webapp import engine_gateway
+    from webapp.jobs.metrics import run_epoch_record
+
+    operator = session_client(Role.OPERATOR)
+    page = operator.get(f"/runs/{live_run.pk}/").content.decode()
     assert 'id="stop-open"' in page and 'id="stop-dialog"' in page
     stop_form = page.split('id="stop-form"', 1)[1].split("</form>", 1)[0]
     assert 'name="reason"' in stop_form and "required" in stop_form
-    field = page.split('id="policy-instances"', 1)[1].split(">", 1)[0]
     # events (a clock source) and counts may grow to the 16 key groups; views is pinned
     # nowhere but filter may grow too; the sink may not: the bound is the sum of headroom.
-    from webapp import engine_gateway
-
     room = engine_gateway.dag_headroom(live_run.target_dag)
     assert room == {"add": 15 + 15 + 14, "remove": 1}
-    assert f'max="{room["add"]}"' in field and f'data-remove-max="{room["remove"]}"' in field
+    # Before any epoch nothing is measured: none is offered to add, and the field says why.
+    field = page.split('id="policy-instances"', 1)[1].split(">", 1)[0]
+    assert 'data-add-max="0"' in field and "no epoch has been measured yet" in field
+    assert f'data-remove-max="{room["remove"]}"' in field
+    # Once counts is measured over its capacity, as many as the policy places, within room.
+    for epoch in (1, 2, 3):
+        run_epoch_record(run_id=live_run.pk, metrics=epoch_metrics(
+            epoch, counts_in=3000.0, counts_capacity=2000.0))
+    page = operator.get(f"/runs/{live_run.pk}/").content.decode()
+    field = page.split('id="policy-instances"', 1)[1].split(">", 1)[0]
+    placed = int(field.split('data-add-max="', 1)[1].split('"', 1)[0])
+    assert 1 <= placed <= room["add"] and f'max="{placed}"' in field
 
 
 def test_the_policy_refuses_more_instances_than_can_be_placed_with_a_readable_message(

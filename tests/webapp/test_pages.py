@@ -316,7 +316,7 @@ def test_history_entry_shows_plan_diff_figures_and_current_outcome(session_clien
     client = session_client(Role.VIEWER)
     page = client.get(f"/history/?job={live_run.job_id}").content.decode()
     assert "instances of counts: 2 -&gt; 3" in page and "applied at epoch 12" in page
-    assert "3100.0" in page and "more room" in page
+    assert "3100/s" in page and "900 ms" in page and "more room" in page  # units as elsewhere
     applied = client.get("/history/?outcome=applied").content.decode()
     assert "<code>reconfiguration.rescale</code>" in applied
     assert "<code>job.created</code>" not in applied

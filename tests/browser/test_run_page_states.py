@@ -107,7 +107,7 @@ def test_a_run_before_its_first_epoch_says_what_it_does_and_offers_no_change(
     progress = page.wait_for_selector("#run-progress:not([hidden])").inner_text()
     assert progress.startswith("Starting:") and "s so far" in progress, progress
     assert page.locator(".chart-empty:not([hidden])").count() == 2
-    assert "No epochs yet" in page.inner_text(".chart-block")
+    assert "No epochs yet" in page.inner_text(".charts .chart-block")
     plus = page.locator('[data-operator="counts"] button.plus')
     assert plus.get_attribute("aria-disabled") == "true"
     assert "not finished an epoch" in plus.get_attribute("title")

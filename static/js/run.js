@@ -16,6 +16,8 @@ import { EpochWindow, maxOf, meanOf, rolling } from "./smoothing.js";
 
 const config = JSON.parse(document.getElementById("run-config").textContent);
 const LIVE = new Set(["starting", "running", "recovering"]);
+// A stopping run still sends its last epoch and its end: only these send nothing more.
+const ENDED = new Set(["stopped", "failed"]);
 // Ranks far enough apart for the rows/s label on each edge (run-flow.js).
 const NODE = { width: 184, height: 118, ranksep: 62, nodesep: 16 };
 // Nothing is measured before a run's first epoch: no change is offered on guesses.
@@ -385,7 +387,7 @@ function setStatus(status) {
   refreshSteps();
   showProgress();
   if (!LIVE.has(status)) {
-    endLive();
+    if (ENDED.has(status)) endLive();
     // An ending run offers no control the server would refuse: hide them now, and let the
     // panels re-render without theirs (rollback, autoscaler, recommendations).
     document.querySelectorAll("[data-live-only]").forEach((el) => { el.hidden = true; });
@@ -441,7 +443,7 @@ function onMessage(event) {
     }
     setMarkers();
     showProgress();
-    if (!LIVE.has(state.status)) endLive();
+    if (ENDED.has(state.status)) endLive();
   } else if (event.type === "run.epoch") {
     broker.count(event.metrics.broker);  // a new epoch: its dead letters join the run's total
     applyLive(event.epoch, event.metrics);

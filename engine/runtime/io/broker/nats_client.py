@@ -11,8 +11,9 @@ once as the job's own error.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -78,7 +79,7 @@ def with_nats(spec: NatsSpec, step: str, action: Callable[[Client], Awaitable[T]
     delay = 0.2
     while True:
         try:
-            return asyncio.run(_connected(spec, action))
+            return _run(_connected(spec, action))
         except (MissingStream, ServiceUnavailableError, NoRespondersError, _Refused) as error:
             raise UnsupportedJobError(_recurring(spec, step, error)) from None
         except (TimeoutError, OSError, NatsError) as error:
@@ -155,3 +156,15 @@ async def stream_bounds(client: Client, stream: str) -> tuple[int, int]:
         raise MissingStream(stream) from None
     state = info.state
     return int(state.first_seq), int(state.last_seq)
+
+
+def _run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run``, on a thread of its own when this thread already runs an event loop
+    (a caller inside async code, such as a browser driver's loop): the client's loop must
+    not be nested in another."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

@@ -362,11 +362,12 @@ def test_a_launcher_killed_by_sigkill_leaves_nothing_in_the_way_of_the_next(
     try:
         _wait_for_line(lines, "streamscale is running at", seen=seen)
         assert time.monotonic() - started < 60
-        assert [c.pid for c in children if not _gone(c.pid)] == []
+        assert [_described(c) for c in children if not _gone(c.pid)] == []
         assert not any("already in use" in line for line in seen)
         assert _wait_healthy(port)["status"] == "ok"
         servers = [_server_pid(var_dir / "postgres/data/postmaster.pid"),
-                   _server_pid(var_dir / "redis/redis.pid")]
+                   _server_pid(var_dir / "redis/redis.pid"),
+                   _server_pid(var_dir / "nats/nats.pid")]
 
         second.send_signal(signal.SIGINT)
         assert second.wait(timeout=60) == 0
@@ -375,6 +376,14 @@ def test_a_launcher_killed_by_sigkill_leaves_nothing_in_the_way_of_the_next(
 
     # The embedded servers it adopted from the killed launcher are stopped too.
     assert [pid for pid in servers if not _gone(pid)] == []
+
+
+def _described(process: psutil.Process) -> str:
+    """A process as a failure names it: its pid and command line."""
+    try:
+        return f"{process.pid}: {' '.join(process.cmdline())}"
+    except psutil.Error:
+        return f"{process.pid}: (gone)"
 
 
 def _role(process: psutil.Process) -> str:

@@ -58,6 +58,12 @@ def _nats_server_binary(files: _NatsFiles) -> str:
     return found
 
 
+_DETACH = (
+    "import subprocess, sys; subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL,"
+    " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)"
+)
+
+
 def _nats_config(files: _NatsFiles, port: int) -> str:
     password = json.dumps(stored_password(files.password))
     return "\n".join([
@@ -106,12 +112,17 @@ def _nats_start(files: _NatsFiles) -> int:
     files.config.chmod(0o600)  # it holds the password
     files.config.write_text(_nats_config(files, port))
     try:
-        # A session of its own: the server outlives the process that started it.
-        subprocess.Popen([_nats_server_binary(files), "-c", str(files.config)],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, cwd=files.root, start_new_session=True)
-    except OSError as exc:
+        # Started through a short-lived parent, in a session of its own, as a daemon: the server
+        # is nobody's child, so it outlives the process that started it (the next launcher of
+        # this folder adopts it) and that process's parent-death signal never reaches it.
+        starter = subprocess.run(
+            [sys.executable, "-c", _DETACH, _nats_server_binary(files), "-c", str(files.config)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            cwd=files.root, timeout=START_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
         raise files.error("start", str(exc)) from exc
+    if starter.returncode != 0:
+        raise files.error("start", starter.stderr.decode(errors="replace").strip())
     _wait_for_greeting(files, port, step="start")
     return port
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from engine.runtime.api import request_reconfiguration, start_run
-from engine.runtime.driver.metrics import CollectingPublisher
+from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 from tests.engine.runtime.broker_jobs import sink_windows
 from tests.engine.runtime.jobs import wait_epoch
@@ -66,14 +66,15 @@ def test_rescale_while_reading_two_streams_stays_exact(spark, tmp_path, broker) 
     url, streams = broker
     cap = 800
     total, last = fill_for_run(url, streams, 3000, cap)
-    publisher, memory = CollectingPublisher(), _memory()
+    publisher, recorder, memory = CollectingPublisher(), CollectingRecorder(), _memory()
     run = start_run(nats_job(url, streams, cap, memory), checkpoint=str(tmp_path / "ckpt"),
-                    publisher=publisher, spark=spark, trigger_ms=0, stop_after_epoch=last)
+                    publisher=publisher, recorder=recorder, spark=spark, trigger_ms=0,
+                    stop_after_epoch=last)
     for epoch, parallelism in ((1, 4), (4, 1)):
         wait_epoch(run, epoch)
         request = request_reconfiguration(run.channel, kind="rescale", operator="counts",
                                           parallelism=parallelism)
-        ack = run.channel.wait_for_ack(request, timeout_s=60)
+        ack = recorder.wait_for(request, timeout_s=60)
         assert ack is not None and ack.status == "applied", ack
     assert run.wait(240) == "stopped", run.failure()
     assert {1, 2, 4} <= {e["operators"]["counts"]["instances"] for e in publisher.epochs}

@@ -4,7 +4,6 @@ restarts waits for it instead of failing."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from engine.runtime.io.broker.nats_client import NatsSpec
 from engine.runtime.io.broker.nats_offsets import take_sequences
 from tests.engine.runtime.nats_jobs import bodies, fill
 from tests.webapp.embedded_var import no_django_fixture, var_dir_fixture  # noqa: F401
+from tests.webapp.support import run_alone
 from webapp import embedded
 
 
@@ -40,7 +40,7 @@ def test_started_with_jetstream_and_a_password_reused_and_restarted_with_its_str
     url = embedded.ensure_nats(var_dir=var_dir)
     assert url.startswith("nats://streamscale:") and "@127.0.0.1:" in url
     assert embedded.ensure_nats(var_dir=var_dir) == url and embedded.nats_running(var_dir=var_dir)
-    assert asyncio.run(_refused(_without_password(url)))
+    assert run_alone(_refused(_without_password(url)))
     assert (var_dir / "nats" / "password").stat().st_mode & 0o077 == 0
     assert fill(url, "KEPT", bodies(10)) == 10
     embedded.stop_nats(var_dir=var_dir)

@@ -3,7 +3,6 @@ windows as the Redis tests (``broker_jobs``), written as JSON messages."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import uuid
@@ -22,6 +21,7 @@ from tests.engine.runtime.broker_jobs import (
     last_epoch_for,
     stream_job,
 )
+from tests.webapp.support import run_alone
 
 
 def new_stream() -> str:
@@ -58,7 +58,7 @@ def fill(url: str, stream: str, messages: Iterator[bytes]) -> int:
         finally:
             await client.close()
 
-    return asyncio.run(write())
+    return run_alone(write())
 
 
 def fill_for_run(url: str, streams: list[str], count: int, cap: int,
@@ -109,4 +109,4 @@ def delete_streams(url: str, streams: list[str]) -> None:
         finally:
             await client.close()
 
-    asyncio.run(delete())
+    run_alone(delete())

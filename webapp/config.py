@@ -55,6 +55,9 @@ class Config:
     autoscaler is undone sooner."""
     demo: bool = True
     """Whether start-up creates the demo job and runs it (with its event producer)."""
+    warm_standby: bool = True
+    """Whether a driver process is kept started, Spark up, for the next run start or restart
+    (``webapp.runs.standby``)."""
 
 
 def load_config(environ: Mapping[str, str] | None = None) -> Config:
@@ -103,6 +106,7 @@ def load_config(environ: Mapping[str, str] | None = None) -> Config:
         metrics_full_resolution_s=_positive_int(env, "METRICS_FULL_RESOLUTION_S", default=3600),
         autoscale_down_window_s=_positive_int(env, "AUTOSCALE_DOWN_WINDOW_S", default=300),
         demo=_bool(env, "STREAMSCALE_DEMO", default=True),
+        warm_standby=_bool(env, "WARM_STANDBY", default=True),
     )
 
 

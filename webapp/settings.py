@@ -53,6 +53,7 @@ SPARK_MASTER = CONFIG.spark_master
 VAR_DIR = CONFIG.var_dir
 AUDIT_RETENTION_DAYS = CONFIG.audit_retention_days
 RUN_START_TIMEOUT_S = CONFIG.run_start_timeout_s
+WARM_STANDBY = CONFIG.warm_standby
 DATA_DIR = CONFIG.data_dir
 # Jobs' Postgres sinks write only to this database and schema, never the product's tables.
 SINK_DATABASE_URL = CONFIG.sink_database_url or DATABASE_URL

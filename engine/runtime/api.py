@@ -21,7 +21,7 @@ from engine.runtime.control.channel import ControlChannel, open_control_channel
 from engine.runtime.control.messages import CommandKind, CommandRequest
 from engine.runtime.driver.job_run import JobRun, RunOptions
 from engine.runtime.driver.kept_state import run_store
-from engine.runtime.spark.session import build_session
+from engine.runtime.spark.session import build_session, warm_up_partition
 from engine.runtime.state.redis_durability import require_durable
 
 DEFAULT_CONTROL_PREFIX = "streamscale:"
@@ -79,6 +79,14 @@ def start_run(
     run = JobRun(graph, session, options, publisher, recorder, channel)
     run.start()
     return run
+
+
+def warm_session(*, master: str) -> SparkSession:
+    """A session for a run to come, started and warmed up: one small job through Arrow
+    starts its scheduler and its Python worker daemon, which the run's epochs reuse."""
+    session = build_session(master=master, app_name="streamscale-standby")
+    session.range(0, 2, 1, 2).mapInArrow(warm_up_partition, "id long").collect()
+    return session
 
 
 def _name_of(document: Mapping[str, Any] | JobGraph) -> str:

@@ -14,18 +14,18 @@ from tests.webapp.private_stack import ApiClient, PrivateStack, wait_for
 
 
 def driver_pid(stack: PrivateStack, run_id: int) -> int | None:
-    """The pid of the stack's driver of the run, if one is alive (other stacks on the
-    machine have runs of the same ids)."""
-    for process in psutil.process_iter(["cmdline"]):
-        cmdline = process.info["cmdline"] or []
-        if "webapp.runs.driver" not in cmdline or str(run_id) not in cmdline:
-            continue
-        try:
-            if process.environ().get("STREAMSCALE_VAR_DIR") == str(stack.var_dir):
-                return process.pid
-        except psutil.Error:
-            continue
-    return None
+    """The pid of the stack's driver of the run, as the run records it, if that process is
+    alive (a warm standby that took the run over has no run id on its command line)."""
+    [(pid,)] = stack.query("SELECT driver_pid FROM jobs_run WHERE id = %s", (run_id,))
+    if not pid:
+        return None
+    try:
+        process = psutil.Process(pid)
+        alive = process.status() != psutil.STATUS_ZOMBIE
+        ours = process.environ().get("STREAMSCALE_VAR_DIR") == str(stack.var_dir)
+    except psutil.Error:
+        return None
+    return pid if alive and ours else None
 
 
 def driver_jvm(pid: int) -> bool:

@@ -97,6 +97,21 @@ class PrivateStack:
         token = self.manage("create_user", username, "--role", role, "--token").split()[-1]
         return ApiClient(self.url, token)
 
+    def query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        """The rows of one SQL statement on this stack's own (embedded) database."""
+        import psycopg2
+
+        folder = self.var_dir / "postgres"
+        conn = psycopg2.connect(host="127.0.0.1", port=(folder / "port").read_text().strip(),
+                                user="postgres", dbname="streamscale",
+                                password=(folder / "password").read_text().strip())
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute(sql, params)
+                return cursor.fetchall()
+        finally:
+            conn.close()
+
     def log_tail(self, lines: int = 40) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])

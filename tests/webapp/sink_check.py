@@ -3,7 +3,6 @@ computed from the generator for the epochs its checkpoint planned."""
 
 from __future__ import annotations
 
-import psycopg2
 import pyarrow as pa
 
 from tests.engine.runtime.jobs import actual_windows, expected_windows_planned
@@ -11,18 +10,9 @@ from tests.webapp.private_stack import PrivateStack
 
 
 def sink_rows(stack: PrivateStack, table: str) -> pa.Table | None:
-    port = (stack.var_dir / "postgres" / "port").read_text().strip()
-    password = (stack.var_dir / "postgres" / "password").read_text().strip()
-    conn = psycopg2.connect(host="127.0.0.1", port=port, user="postgres", dbname="streamscale",
-                            password=password)
-    try:
-        with conn.cursor() as cursor:
-            # Sinks write the sink schema, never the product's tables.
-            cursor.execute("SELECT campaign_id, window_start, views, users, top "
-                           f"FROM streamscale_sink.{table}")
-            rows = cursor.fetchall()
-    finally:
-        conn.close()
+    # Sinks write the sink schema, never the product's tables.
+    rows = stack.query("SELECT campaign_id, window_start, views, users, top "
+                       f"FROM streamscale_sink.{table}")
     if not rows:
         return None
     columns = list(zip(*rows, strict=True))

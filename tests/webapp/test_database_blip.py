@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from tests.engine.runtime.jobs import window_job
+from tests.webapp.driver_kills import driver_pid
 from tests.webapp.private_stack import PrivateStack, wait_for
 from tests.webapp.sink_check import check_sink_is_exact
 
@@ -39,12 +40,6 @@ def _past(api, run_id: int, epoch: int) -> dict | None:
     return run if run and run["status"] == "running" and (run["epoch"] or -1) > epoch else None
 
 
-def _driver_pids(run_id: int) -> list[int]:
-    return [p.pid for p in psutil.process_iter(["cmdline"])
-            if "webapp.runs.driver" in (p.info["cmdline"] or [])
-            and str(run_id) in (p.info["cmdline"] or [])]
-
-
 def test_postgres_killed_three_times_spends_no_driver_restart_and_output_is_exact():
     with PrivateStack(demo=False) as stack:
         api = stack.client(username="blip", role="admin")
@@ -53,8 +48,8 @@ def test_postgres_killed_three_times_spends_no_driver_restart_and_output_is_exac
         job = api.post("/api/jobs", document)
         run_id = api.post(f"/api/jobs/{job['id']}/runs", {})["run_id"]
         run = wait_for(lambda: _past(api, run_id, 1), timeout=300, what="a running run")
-        driver = _driver_pids(run_id)
-        assert driver  # the driver (and its reaper): the same processes to the end
+        driver = driver_pid(stack, run_id)
+        assert driver  # the same process to the end
 
         for _ in range(KILLS):
             postmaster = _postmaster_pid(stack)
@@ -66,7 +61,7 @@ def test_postgres_killed_three_times_spends_no_driver_restart_and_output_is_exac
             run = wait_for(lambda e=run["epoch"]: _past(api, run_id, e + 2), timeout=180,
                            what="epochs after the database came back")
 
-        assert _driver_pids(run_id) == driver
+        assert driver_pid(stack, run_id) == driver
         log = (stack.var_dir / "runs" / str(run_id) / "driver.log").read_text(errors="replace")
         assert "lost the sink database" in log  # a blip hit a write, and it was retried
         api.post(f"/api/runs/{run_id}/stop", {"reason": "end of test"})

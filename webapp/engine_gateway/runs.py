@@ -19,7 +19,7 @@ from engine.api import (
     kept_state,
 )
 
-__all__ = ["CONTROL_PREFIX", "Ack", "control_send", "control_stop", "run_driver",
+__all__ = ["CONTROL_PREFIX", "Ack", "control_send", "control_stop", "driver_session", "run_driver",
            "state_discard", "state_kept"]
 
 CONTROL_PREFIX = "streamscale:"
@@ -58,7 +58,7 @@ def _control_redis(url: str):
 
 def run_driver(
     *, document: dict[str, Any], run_id: int, checkpoint: str, master: str, host: Any,
-    stop_requested: Any, running: Any = None,
+    stop_requested: Any, running: Any = None, spark: Any = None,
 ) -> tuple[str, RunFailure | None]:
     """Run a job on Spark in this process until it ends; returns its status and, for a failure,
     the failure classified (``RunFailure``: transient, or the job's own error naming its
@@ -68,15 +68,16 @@ def run_driver(
     epoch in progress and the run resumes from its checkpoint when a driver starts again).
 
     `host` implements the engine's ports (metrics publisher, reconfiguration recorder);
-    `running` (an Event), if given, is set once the query runs. Imports PySpark, so only the
-    driver process calls it.
+    `running` (an Event), if given, is set once the query runs; `spark`, a session already
+    up (``driver_session``), else one is started. Imports PySpark, so only the driver process
+    calls it.
     """
     from engine.runtime.api import start_run, stop_run
 
     run = start_run(
         document, checkpoint=checkpoint, publisher=host, recorder=host, run_id=str(run_id),
         master=master, control_url=settings.REDIS_URL, control_prefix=CONTROL_PREFIX,
-        state_url=_state_url(master),
+        state_url=_state_url(master), spark=spark,
     )
     if running is not None:
         running.set()
@@ -89,6 +90,14 @@ def run_driver(
         if stop_requested.is_set():
             stop_run(run)
             return "suspended", None
+
+
+def driver_session(*, master: str) -> Any:
+    """A SparkSession for a run's driver, started and warmed up ahead of the run (the warm
+    standby's). Imports PySpark, so only a driver process calls it."""
+    from engine.runtime.api import warm_session
+
+    return warm_session(master=master)
 
 
 def _state_url(master: str) -> str | None:

@@ -1,4 +1,5 @@
-"""The driver process of one run: `python -m webapp.runs.driver RUN_ID`.
+"""The driver process of one run: `python -m webapp.runs.driver RUN_ID` (or a warm standby
+that a run takes over, `python -m webapp.runs.driver standby TOKEN`).
 
 It hosts the engine's Spark runtime and implements the ports the engine needs: every epoch's
 metrics go to Postgres and to the run's websocket subscribers, every acknowledgement completes
@@ -15,10 +16,13 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import django
+
+from webapp.runs.process import STANDBY_ARG
 
 if TYPE_CHECKING:
     from webapp.engine_gateway import Ack
@@ -106,29 +110,69 @@ def _on_sigterm(stop_requested: threading.Event, running: threading.Event):
 
 
 def main(argv: list[str]) -> int:
+    """``RUN_ID``: drive that run; ``standby TOKEN``: start Spark, then drive the run a
+    launch gives this standby (see ``webapp.runs.standby``)."""
+    standby = argv[0] == STANDBY_ARG
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
-    # Names the connections of the driver and its sinks (pg_stat_activity.application_name).
-    os.environ["PGAPPNAME"] = f"streamscale-driver-{argv[0]}"
+    if not standby:
+        # Names the connections of the driver and its sinks (pg_stat_activity.application_name).
+        os.environ["PGAPPNAME"] = f"streamscale-driver-{argv[0]}"
     django.setup()
     from django.conf import settings
 
     # Sources with `url: env:REDIS_URL` (the demo's) read the product's own Redis.
     os.environ.setdefault("REDIS_URL", settings.REDIS_URL)
     os.environ.setdefault("NATS_URL", settings.NATS_URL)  # and `env:NATS_URL` its NATS
-    from webapp import engine_gateway
-    from webapp.jobs.models import RunStatus
-    from webapp.runs.exits import SUSPENDED
-    from webapp.runs.selectors import run_get
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
     # The control listener is one of several threads here (the epoch's, the delivery queue's):
     # a shorter switch interval bounds its wait for the interpreter to 1 ms instead of 5.
     sys.setswitchinterval(0.001)
-    run = run_get(run_id=int(argv[0]))
-    host = RunHost(run.pk)
     stop_requested, running = threading.Event(), threading.Event()
     signal.signal(signal.SIGTERM, _on_sigterm(stop_requested, running))
+    if not standby:
+        return _drive(int(argv[0]), stop_requested, running, spark=None)
+    from webapp import engine_gateway
+    from webapp.runs.standby import standby_wait
+
+    started = time.monotonic()
+    spark = engine_gateway.driver_session(master=settings.SPARK_MASTER)
+    log.info("standby %s: Spark up in %.1f s, waiting for a run", argv[1],
+             time.monotonic() - started)
+    run_id = standby_wait(argv[1])
+    _take_run(run_id)
+    return _drive(run_id, stop_requested, running, spark=spark)
+
+
+def _take_run(run_id: int) -> None:
+    """From now on this process is the run's driver: its output goes to the run's log and
+    its new database connections carry the run's name."""
+    from django.db import connections
+
+    from webapp.runs.services import run_dir
+
+    folder = run_dir(run_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    log_fd = os.open(folder / "driver.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    os.environ["PGAPPNAME"] = f"streamscale-driver-{run_id}"
+    connections.close_all()
+    log.info("run %s: taken over by a warm standby driver", run_id)
+
+
+def _drive(run_id: int, stop_requested: threading.Event, running: threading.Event, *,
+           spark: Any) -> int:
+    from webapp import engine_gateway
+    from webapp.jobs.models import RunStatus
+    from webapp.runs.exits import SUSPENDED
+    from webapp.runs.selectors import run_get
+
+    run = run_get(run_id=run_id)
+    host = RunHost(run.pk)
     ended = threading.Event()
     threading.Thread(target=_heartbeat, args=(run.pk, running, ended), daemon=True,
                      name="heartbeat").start()
@@ -138,6 +182,7 @@ def main(argv: list[str]) -> int:
         status, failure = engine_gateway.run_driver(
             document=run.version.dag, run_id=run.pk, checkpoint=run.checkpoint_location,
             master=run.spark_master, host=host, stop_requested=stop_requested, running=running,
+            spark=spark,
         )
     except Exception as error:
         failure = engine_gateway.failure_of_start(error, run.version.dag)

@@ -14,6 +14,7 @@ import psutil
 from webapp.runs.exits import EXIT_FILE
 
 DRIVER_MODULE = "webapp.runs.driver"
+STANDBY_ARG = "standby"  # ``python -m webapp.runs.driver standby TOKEN``: see webapp.runs.standby
 
 # A short-lived middle process starts the reaper in its own session and exits at once, so the
 # reaper is re-parented away from the worker (no zombie left behind, and it survives the task).
@@ -28,8 +29,9 @@ _SPAWN = (
 # The reaper (stdlib only: it lives as long as the driver) starts the driver in a session of
 # its own, prints its pid, waits for it and records its exit status (negative: the signal),
 # and when, so the watcher can tell a clean suspend from a crash, name what ended the driver
-# and time its restart's back-off from the crash. Its command line does not hold the driver
-# module: only the driver matches `driver_alive`.
+# and time its restart's back-off from the crash. A warm standby learns its run after it
+# started: the path in ``<exit file>.to``, when there is one, is where its exit is recorded.
+# Its command line does not hold the driver module: only the driver matches `driver_alive`.
 # Then it ends what the driver left in its process group: Spark's JVM outlives a driver
 # killed while the JVM was starting (it never reached its watch on the driver's pipe), and
 # it winds down for seconds after a driver killed later. After a driver that ended of itself
@@ -51,6 +53,10 @@ _REAPER = (
     "os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n"
     "code = p.wait()\n"
     "import time\n"
+    "try:\n"
+    "    exit_path = open(exit_path + '.to').read().strip() or exit_path\n"
+    "except OSError:\n"
+    "    pass\n"
     "tmp = exit_path + '.tmp'\n"
     "open(tmp, 'w').write(json.dumps({'pid': p.pid, 'code': code, 'at': time.time()}))\n"
     "os.replace(tmp, exit_path)\n"
@@ -70,11 +76,12 @@ _REAPER = (
 )
 
 
-def driver_spawn(*, run_id: int, log_path: Path, cwd: Path, env: dict[str, str]) -> int:
-    """Start the driver process of a run (watched by its reaper) and return its pid."""
+def driver_spawn(*, args: list[str], log_path: Path, cwd: Path, env: dict[str, str]) -> int:
+    """Start a driver process, ``python -m webapp.runs.driver ARGS`` (a run's id, or
+    ``standby TOKEN``), watched by its reaper; its pid."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # The module's dots are colons on the reaper's command line (see _REAPER).
-    argv = [sys.executable, "-m", DRIVER_MODULE.replace(".", ":"), str(run_id)]
+    argv = [sys.executable, "-m", DRIVER_MODULE.replace(".", ":"), *args]
     exit_path = log_path.parent / EXIT_FILE
     middle = subprocess.run(
         [sys.executable, "-c", _SPAWN, _REAPER, str(log_path), str(exit_path), *argv],
@@ -94,7 +101,14 @@ def driver_alive(pid: int | None, run_id: int) -> bool:
         cmdline = process.cmdline()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
-    return DRIVER_MODULE in cmdline and str(run_id) in cmdline
+    if DRIVER_MODULE not in cmdline:
+        return False
+    if STANDBY_ARG in cmdline:  # a warm standby drives the run it was handed, if any
+        from webapp.runs.standby import standby_run
+
+        token = cmdline[cmdline.index(STANDBY_ARG) + 1:][:1]
+        return bool(token) and standby_run(token[0]) == run_id
+    return str(run_id) in cmdline
 
 
 def driver_signal(

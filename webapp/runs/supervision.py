@@ -28,6 +28,7 @@ from webapp.runs.process import (
 )
 from webapp.runs.restarts import RESET_AFTER_S, restart_policy_of_run
 from webapp.runs.services import run_dir, run_driver_recorded, run_status_set
+from webapp.runs.standby import standby_keep, standby_take
 
 # Crashes further apart than this are not a crash loop: the restart count starts again.
 RESTART_WINDOW_S = RESET_AFTER_S
@@ -49,26 +50,34 @@ def run_launch(*, run_id: int, resume: bool = False) -> str:
             return "nothing to launch"
         if driver_alive(run.driver_pid, run.pk):
             return f"driver {run.driver_pid} is alive"
-        # Spark's temporary files: a driver killed by a signal leaves its JVM's behind.
-        local_dirs = run_dir(run.pk) / SPARK_LOCAL_DIR
-        shutil.rmtree(local_dirs, ignore_errors=True)
-        pid = driver_spawn(
-            run_id=run.pk, log_path=run_dir(run.pk) / "driver.log",
-            cwd=BASE_DIR, env={**_driver_env(), "SPARK_LOCAL_DIRS": str(local_dirs)},
-        )
+        env = _driver_env()
+        pid = standby_take(run_id=run.pk, env=env, master=run.spark_master)
+        how = "taken over by the warm standby" if pid else "started"
+        if pid is None:
+            # Spark's temporary files: a driver killed by a signal leaves its JVM's behind.
+            local_dirs = run_dir(run.pk) / SPARK_LOCAL_DIR
+            shutil.rmtree(local_dirs, ignore_errors=True)
+            pid = driver_spawn(
+                args=[str(run.pk)], log_path=run_dir(run.pk) / "driver.log",
+                cwd=BASE_DIR, env={**env, "SPARK_LOCAL_DIRS": str(local_dirs)},
+            )
         run_driver_recorded(run_id=run.pk, pid=pid, host=socket.gethostname())
         Run.objects.filter(pk=run.pk).update(driver_launched_at=timezone.now())
-    return f"driver {pid} started"
+    return f"driver {pid} {how}"
 
 
 def runs_watch() -> list[str]:
-    """One supervision pass over the active runs on this host."""
+    """One supervision pass over the active runs on this host, then the upkeep of its warm
+    standby driver."""
     actions = []
-    for run in Run.objects.filter(status__in=ACTIVE_RUN_STATUSES, driver_host=socket.gethostname()):
+    runs = Run.objects.filter(status__in=ACTIVE_RUN_STATUSES, driver_host=socket.gethostname())
+    for run in runs:
         action = _watch(run)
         if action:
             actions.append(f"run {run.pk}: {action}")
-    return actions
+    starting = runs.filter(status__in=(RunStatus.STARTING, RunStatus.RECOVERING)).exists()
+    kept = standby_keep(env=_driver_env(), master=settings.SPARK_MASTER, starting=starting)
+    return [*actions, kept] if kept else actions
 
 
 def _watch(run: Run) -> str | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -79,3 +81,10 @@ def build_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def warm_up_partition(batches: Iterator[Any]) -> Iterator[Any]:
+    """mapInArrow body of a warm-up job: the stage's imports, paid before a run needs them."""
+    import engine.runtime.stage.vsn_worker  # noqa: F401
+
+    yield from batches

@@ -21,7 +21,8 @@ from engine.runtime.control.channel import ControlChannel, open_control_channel
 from engine.runtime.control.messages import CommandKind, CommandRequest
 from engine.runtime.driver.job_run import JobRun, RunOptions
 from engine.runtime.driver.kept_state import run_store
-from engine.runtime.spark.session import build_session, warm_up_partition
+from engine.runtime.spark.session import build_session
+from engine.runtime.stage.vsn_worker import warm_up_partition
 from engine.runtime.state.redis_durability import require_durable
 
 DEFAULT_CONTROL_PREFIX = "streamscale:"

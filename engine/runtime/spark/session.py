@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
-from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -82,9 +80,3 @@ def build_session(
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
-
-def warm_up_partition(batches: Iterator[Any]) -> Iterator[Any]:
-    """mapInArrow body of a warm-up job: the stage's imports, paid before a run needs them."""
-    import engine.runtime.stage.vsn_worker  # noqa: F401
-
-    yield from batches

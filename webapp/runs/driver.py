@@ -140,6 +140,9 @@ def main(argv: list[str]) -> int:
     log.info("standby %s: Spark up in %.1f s, waiting for a run", argv[1],
              time.monotonic() - started)
     run_id = standby_wait(argv[1])
+    if run_id is None:
+        log.info("standby %s: its folder is gone, nothing to wait for", argv[1])
+        return 0
     _take_run(run_id)
     return _drive(run_id, stop_requested, running, spark=spark)
 

@@ -199,8 +199,12 @@ def standbys_stop() -> list[int]:
     return stopped
 
 
-def standby_wait(token: str) -> int:
-    """In the standby: wait until a launch gives it a run; that run's id."""
+def standby_wait(token: str) -> int | None:
+    """In the standby: wait until a launch gives it a run; that run's id, or None once its
+    folder is gone (the product's var folder was removed): nobody can give it one."""
+    folder = _root() / token
     while (run_id := standby_run(token)) is None:
+        if not folder.is_dir():
+            return None
         time.sleep(WAIT_POLL_S)
     return run_id

@@ -12,7 +12,10 @@ Figures (the JSON line):
 - ``kills``: drivers killed, over both runs;
 - ``recover_s_p50`` / ``recover_s_p99`` / ``recover_s_max``: from a kill to the first epoch
   a successor driver finished (its metrics recorded once the run counted the restart);
-- ``first_epoch_s_p50``: from the start request to the run's first finished epoch;
+- ``first_epoch_s_p50``: from the start request to the run's first finished epoch (the stack
+  started, its warm standby up);
+- ``standby_ready_s`` (per run): after each recovery, until the next warm standby was up, when
+  the next kill came (a local master only: a cluster run has none);
 - ``collisions``: restarts spent on anything but the kills (a successor meeting a driver still
   alive, say): every restart recorded must name the kill of its predecessor;
 - ``exact``: each run's sink holds exactly the windows its logged epochs closed;
@@ -36,6 +39,7 @@ from tests.webapp.driver_kills import (
     epochs_after,
     recorded_at,
     restarts_not_on_a_kill,
+    standbys_ready,
     successor_epoch,
 )
 from tests.webapp.private_stack import ApiClient, PrivateStack, wait_for
@@ -78,7 +82,7 @@ def _measure_stack(store: str, kills: int, rng: random.Random, *, cluster: bool)
         stack.start()
         cleanup.callback(stack.stop)
         _progress(f"{store}: stack up at {stack.url}")
-        return _measure_run(stack, store, kills, rng)
+        return _measure_run(stack, store, kills, rng, cluster=cluster)
 
 
 @contextlib.contextmanager
@@ -94,7 +98,8 @@ def _loopback_cluster():
             cluster.stop()
 
 
-def _measure_run(stack: PrivateStack, store: str, kills: int, rng: random.Random) -> dict:
+def _measure_run(stack: PrivateStack, store: str, kills: int, rng: random.Random, *,
+                 cluster: bool) -> dict:
     from tests.engine.runtime.jobs import window_job
 
     api = stack.client(username="bench", role="admin")
@@ -102,14 +107,24 @@ def _measure_run(stack: PrivateStack, store: str, kills: int, rng: random.Random
     # Saving a job checks its expressions on a JVM of the web server's, started on first use.
     job = api.post("/api/jobs", window_job({"type": "sink.postgres", "params": {"table": table}},
                                            parallelism=2), timeout=RUN_TIMEOUT_S)
+    if not cluster:
+        wait_for(lambda: standbys_ready(stack), timeout=RUN_TIMEOUT_S, what="a warm standby")
     pressed = time.time()
     run_id = api.post(f"/api/jobs/{job['id']}/runs", {})["run_id"]
     first = wait_for(lambda: epochs_after(api, run_id, -1, pressed), timeout=RUN_TIMEOUT_S,
                      what="the first epoch", interval=0.1)[0]
     first_epoch_s = recorded_at(first) - pressed
     _progress(f"{store}: run {run_id}: first epoch {first_epoch_s:.1f} s after its start")
-    recover_s = []
+    recover_s, ready_s = [], []
     for kill in range(1, kills + 1):
+        # Each kill meets the product as a crash would in its steady state: the run running
+        # and, where the product keeps one, a warm standby up (how long that took after the
+        # last recovery is ``standby_ready_s``).
+        if not cluster:
+            since = time.time()
+            wait_for(lambda: standbys_ready(stack), timeout=RUN_TIMEOUT_S,
+                     what="a warm standby", interval=0.2)
+            ready_s.append(round(time.time() - since, 2))
         # A random moment of an epoch (they start a second apart, after a few of the driver's)
         time.sleep(1.0 + rng.random() * 2.0)
         restarts = api.get(f"/api/runs/{run_id}")["restarts"]
@@ -119,6 +134,7 @@ def _measure_run(stack: PrivateStack, store: str, kills: int, rng: random.Random
         recover_s.append(round(recorded_at(epoch) - killed_at, 2))
         _progress(f"{store}: kill {kill}: epoch {epoch['epoch']} {recover_s[-1]:.1f} s after")
     return {"store": store, "first_epoch_s": round(first_epoch_s, 2), "recover_s": recover_s,
+            "standby_ready_s": ready_s,
             **_end_run(stack, api, run_id, job["id"], table, kills)}
 
 

@@ -28,6 +28,17 @@ def driver_pid(stack: PrivateStack, run_id: int) -> int | None:
     return pid if alive and ours else None
 
 
+def standbys_ready(stack: PrivateStack) -> dict[str, int]:
+    """Token -> pid of the stack's warm standbys that are up, free, and waiting for a run."""
+    ready = {}
+    for folder in (stack.var_dir / "standby").glob("*"):
+        log = folder / "driver.log"
+        if (folder / "free").exists() and log.exists() and "waiting for a run" in log.read_text(
+                errors="replace"):
+            ready[folder.name] = int((folder / "pid").read_text())
+    return ready
+
+
 def driver_jvm(pid: int) -> bool:
     """Whether the driver ``pid`` has started its Spark JVM."""
     try:

@@ -8,24 +8,13 @@ import psutil
 import pytest
 
 from tests.engine.runtime.jobs import window_job
-from tests.webapp.driver_kills import driver_kill, driver_pid, successor_epoch
+from tests.webapp.driver_kills import driver_kill, driver_pid, standbys_ready, successor_epoch
 from tests.webapp.private_stack import PrivateStack, wait_for
 from tests.webapp.sink_check import check_sink_is_exact
 
 pytestmark = pytest.mark.spark
 
 TIMEOUT_S = 600.0  # Spark's start on a busy machine
-
-
-def _standbys(stack: PrivateStack) -> dict[str, int]:
-    """Token -> pid of the stack's standbys that are up and waiting for a run."""
-    up = {}
-    for folder in (stack.var_dir / "standby").glob("*"):
-        log = folder / "driver.log"
-        if (folder / "free").exists() and log.exists() and "waiting for a run" in log.read_text(
-                errors="replace"):
-            up[folder.name] = int((folder / "pid").read_text())
-    return up
 
 
 def _alive(pid: int) -> bool:
@@ -39,7 +28,7 @@ def test_start_and_restart_are_taken_over_by_standbys_and_none_outlives_the_prod
     stack = PrivateStack(demo=False).start()
     try:
         api = stack.client(username="standby", role="admin")
-        first = wait_for(lambda: _standbys(stack), timeout=TIMEOUT_S, what="a warm standby")
+        first = wait_for(lambda: standbys_ready(stack), timeout=TIMEOUT_S, what="a warm standby")
         [(token, standby)] = first.items()
 
         table = "standby_counts"
@@ -54,7 +43,7 @@ def test_start_and_restart_are_taken_over_by_standbys_and_none_outlives_the_prod
         assert "taken over by a warm standby driver" in log
 
         # Once the run runs, a new standby waits for the next start or restart.
-        second = wait_for(lambda: {t: p for t, p in _standbys(stack).items() if t != token},
+        second = wait_for(lambda: {t: p for t, p in standbys_ready(stack).items() if t != token},
                           timeout=TIMEOUT_S, what="a second standby")
         [(_, successor)] = second.items()
         killed_at = driver_kill(stack, run_id)
@@ -68,7 +57,7 @@ def test_start_and_restart_are_taken_over_by_standbys_and_none_outlives_the_prod
         stopped = wait_for(lambda: (lambda r: r if r["status"] == "stopped" else None)(
             api.get(f"/api/runs/{run_id}")), timeout=TIMEOUT_S, what="the run to stop")
         check_sink_is_exact(stack, table, run_id, stopped["epoch"])
-        third = wait_for(lambda: _standbys(stack), timeout=TIMEOUT_S, what="a third standby")
+        third = wait_for(lambda: standbys_ready(stack), timeout=TIMEOUT_S, what="a third standby")
     finally:
         stack.stop()
     assert [pid for pid in (standby, successor, *third.values()) if _alive(pid)] == []
@@ -76,12 +65,12 @@ def test_start_and_restart_are_taken_over_by_standbys_and_none_outlives_the_prod
 
 def test_a_standby_of_another_environment_is_stopped_and_replaced() -> None:
     with PrivateStack(demo=False) as stack:
-        [(token, pid)] = wait_for(lambda: _standbys(stack), timeout=TIMEOUT_S,
+        [(token, pid)] = wait_for(lambda: standbys_ready(stack), timeout=TIMEOUT_S,
                                   what="a warm standby").items()
         # As if the product's environment had changed since the standby started.
         (stack.var_dir / "standby" / token / "env").write_text("another environment")
         wait_for(lambda: not _alive(pid), timeout=60, what="the standby to be stopped")
-        [(new_token, _)] = wait_for(lambda: _standbys(stack), timeout=TIMEOUT_S,
+        [(new_token, _)] = wait_for(lambda: standbys_ready(stack), timeout=TIMEOUT_S,
                                     what="a new standby").items()
         assert new_token != token
         wait_for(lambda: not (stack.var_dir / "standby" / token).exists(), timeout=60,

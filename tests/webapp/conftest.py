@@ -136,6 +136,14 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def no_warm_standby(settings):
+    # Watch passes run here in the test's process, on a var folder of the test's: a standby
+    # they started would outlive the test. The product's standby is tested on whole stacks
+    # (test_standby.py), whose launcher stops it.
+    settings.WARM_STANDBY = False
+
+
 KEYED_DAG = {
     "name": "counts-job",
     "key_groups": 16,

@@ -27,6 +27,7 @@ def child_env() -> dict[str, str]:
         REDIS_URL=settings.REDIS_URL,
         DJANGO_SETTINGS_MODULE="webapp.settings",
         PYTHONPATH=str(ROOT),
+        WARM_STANDBY="0",  # as in the tests' own process (see conftest.no_warm_standby)
     )
     return env
 

@@ -32,6 +32,7 @@ from webapp.config import ConfigError, load_config, parse_database_url
         ("METRICS_FULL_RESOLUTION_S", "-5"),
         ("AUTOSCALE_DOWN_WINDOW_S", "0"),
         ("STREAMSCALE_DEMO", "sometimes"),
+        ("WARM_STANDBY", "perhaps"),
     ],
 )
 def test_malformed_value_names_the_variable(name, value):
@@ -47,6 +48,7 @@ def test_defaults_are_the_embedded_setup():
     assert "127.0.0.1" in config.allowed_hosts
     assert config.demo is True
     assert config.autoscale_down_window_s == 300
+    assert config.warm_standby is True
 
 
 def test_valid_values_are_taken():
@@ -58,12 +60,14 @@ def test_valid_values_are_taken():
             "ALLOWED_HOSTS": "a.example,b.example",
             "DEBUG": "yes",
             "STREAMSCALE_DEMO": "off",
+            "WARM_STANDBY": "false",
         }
     )
     assert config.spark_master == "spark://127.0.0.1:7077"
     assert config.allowed_hosts == ("a.example", "b.example")
     assert config.debug is True
     assert config.demo is False
+    assert config.warm_standby is False
 
 
 def test_database_url_with_socket_directory():

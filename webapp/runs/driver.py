@@ -40,12 +40,18 @@ class RunHost:
 
     def __init__(self, run_id: int) -> None:
         self.run_id = run_id
+        self.began = time.monotonic()  # when this driver took the run
+        self.published = False
 
     def publish_epoch(self, run_id: str, epoch_metrics: dict[str, Any]) -> None:
         from webapp.runs.live import run_epoch_publish
 
         with _fresh_connection_after_failure():
             run_epoch_publish(run_id=self.run_id, metrics=epoch_metrics)
+        if not self.published:
+            self.published = True
+            log.info("run %s: first epoch (%s) recorded %.1f s after this driver took the run",
+                     self.run_id, epoch_metrics.get("epoch"), time.monotonic() - self.began)
 
     def acknowledge(self, run_id: str, ack: Ack) -> None:
         from webapp.reconfigurations.services import reconfiguration_acknowledge
@@ -80,9 +86,12 @@ def _heartbeat(run_id: int, running: threading.Event, ended: threading.Event) ->
 
     from webapp.runs.services import run_heartbeat_record, run_query_started
 
+    began = time.monotonic()
     while not running.wait(0.2):
         if ended.is_set():
             return
+    log.info("run %s: epoch loop started %.1f s after this driver took the run", run_id,
+             time.monotonic() - began)
     record = run_query_started
     while not ended.is_set():
         try:

@@ -102,6 +102,19 @@ def _p(name: str, kind: ParamKind, required: bool = False, default: Any = None,
                      maximum=maximum)
 
 
+def _epoch_cap(items: str) -> ParamSpec:
+    """A broker source's cap of ``items`` read per epoch."""
+    return _p("max_entries_per_epoch", "positive_int", default=10000,
+              doc=f"cap of {items} read per epoch, all streams together", maximum=10_000_000)
+
+
+def _reconnect_wait(server: str) -> ParamSpec:
+    """How long a broker source waits for its unreachable ``server``."""
+    return _p("reconnect_seconds", "non_negative_float", default=30.0,
+              doc=f"how long to wait for an unreachable {server} before the run fails",
+              maximum=3600)
+
+
 def _source(name: str, *, params: tuple[ParamSpec, ...], doc: str) -> OperatorType:
     # Every source is stateless, has no input, and may emit any number of rows per row read.
     return OperatorType(name, "source", "stateless", "any", params=params, inputs=0, doc=doc)
@@ -162,8 +175,7 @@ _SOURCES = (
             _p("streams", "stream_names", required=True, doc="stream keys, one partition each"),
             _p("start", "stream_start", default="latest",
                doc="earliest, latest, or {stream: entry id} to read after"),
-            _p("max_entries_per_epoch", "positive_int", default=10000,
-               doc="cap of entries read per epoch, all streams together", maximum=10_000_000),
+            _epoch_cap("entries"),
             _p("schema", "schema", required=True, doc="column -> type decoded from each entry"),
             _p("payload", "stream_payload", default="fields",
                doc="fields: one entry field per column; json: one field holds a JSON object"),
@@ -171,9 +183,7 @@ _SOURCES = (
             _p("time_field", "column",
                doc="a timestamp column of the schema holding event time; omitted: the "
                "entry id's time as event_time"),
-            _p("reconnect_seconds", "non_negative_float", default=30.0,
-               doc="how long to wait for an unreachable broker before the run fails",
-               maximum=3600),
+            _reconnect_wait("broker"),
         ),
         doc="Entries of Redis Streams, exactly once, with offsets in the run's checkpoint; "
         "entries that do not fit the schema are counted as dead letters.",
@@ -188,16 +198,13 @@ _SOURCES = (
                "parts"),
             _p("start", "sequence_start", default="latest",
                doc="earliest, latest, or {stream: sequence} to read after"),
-            _p("max_entries_per_epoch", "positive_int", default=10000,
-               doc="cap of messages read per epoch, all streams together", maximum=10_000_000),
+            _epoch_cap("messages"),
             _p("schema", "schema", required=True,
                doc="column -> type decoded from each message's JSON object"),
             _p("time_field", "column",
                doc="a timestamp column of the schema holding event time; omitted: the "
                "message's stream time as event_time"),
-            _p("reconnect_seconds", "non_negative_float", default=30.0,
-               doc="how long to wait for an unreachable server before the run fails",
-               maximum=3600),
+            _reconnect_wait("server"),
         ),
         doc="Messages of NATS JetStream streams (JSON objects), exactly once, with stream "
         "sequences in the run's checkpoint; messages that do not fit the schema are counted as "

@@ -213,26 +213,18 @@ def _data_path(value: Any) -> str | None:
 
 
 def _redis_url(value: Any) -> str | None:
-    if isinstance(value, str) and (len(value) > MAX_STRING or not value.isprintable()):
-        return f"must be at most {MAX_STRING} printable characters"
-    if isinstance(value, str) and value.startswith("env:"):
-        name = value[len("env:"):]
-        return None if ENV_NAME.match(name) else f"names no environment variable: {value!r}"
-    try:
-        parts = urlsplit(value) if isinstance(value, str) else None
-        if parts is not None:
-            parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in ("redis", "rediss", "unix"):
-        return ("must be a URL like redis://host:6379/0 (redis, rediss or unix scheme) "
-                "or env:NAME (the URL in the driver's environment variable NAME)")
-    if parts.scheme != "unix" and not parts.hostname:
-        return "names no host"
-    return None
+    return _broker_url(value, schemes=("redis", "rediss", "unix"), like="redis://host:6379/0",
+                       hostless=("unix",))
 
 
 def _nats_url(value: Any) -> str | None:
+    return _broker_url(value, schemes=("nats", "tls"), like="nats://host:4222", pathless=True)
+
+
+def _broker_url(value: Any, *, schemes: tuple[str, ...], like: str,
+                hostless: tuple[str, ...] = (), pathless: bool = False) -> str | None:
+    """A broker's URL with one of ``schemes`` (a path only if not ``pathless``, a host unless
+    its scheme is ``hostless``), or env:NAME, the URL in the driver's environment."""
     if isinstance(value, str) and (len(value) > MAX_STRING or not value.isprintable()):
         return f"must be at most {MAX_STRING} printable characters"
     if isinstance(value, str) and value.startswith("env:"):
@@ -244,10 +236,14 @@ def _nats_url(value: Any) -> str | None:
             parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
         parts = None
-    if parts is None or parts.scheme not in ("nats", "tls") or parts.path not in ("", "/"):
-        return ("must be a URL like nats://host:4222 (nats or tls scheme) "
+    if (parts is None or parts.scheme not in schemes
+            or (pathless and parts.path not in ("", "/"))):
+        named = f"{', '.join(schemes[:-1])} or {schemes[-1]}"
+        return (f"must be a URL like {like} ({named} scheme) "
                 "or env:NAME (the URL in the driver's environment variable NAME)")
-    return None if parts.hostname else "names no host"
+    if parts.scheme not in hostless and not parts.hostname:
+        return "names no host"
+    return None
 
 
 def _sequence_start(value: Any) -> str | None:

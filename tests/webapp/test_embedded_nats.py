@@ -11,7 +11,7 @@ import nats
 import pytest
 from nats.errors import NoServersError
 
-from engine.runtime.io.broker import nats_client
+from engine.runtime.io.broker import spec as broker_spec
 from engine.runtime.io.broker.nats_client import NatsSpec
 from engine.runtime.io.broker.nats_offsets import take_sequences
 from tests.engine.runtime.nats_jobs import bodies, fill
@@ -60,13 +60,13 @@ def test_planning_waits_for_a_restarting_server(var_dir: Path, monkeypatch) -> N
                                            "reconnect_seconds": 120})
     embedded.stop_nats(var_dir=var_dir)
     retrying = threading.Event()
-    pause = nats_client.time.sleep
+    pause = broker_spec.time.sleep
 
     def sleep(seconds: float) -> None:  # the planner's wait between two tries
         retrying.set()
         pause(seconds)
 
-    monkeypatch.setattr(nats_client.time, "sleep", sleep)
+    monkeypatch.setattr(broker_spec.time, "sleep", sleep)
     planned: list[dict] = []
     planning = threading.Thread(target=lambda: planned.append(take_sequences(spec, None)))
     planning.start()

@@ -1,4 +1,4 @@
-"""What both embedded servers share: the errors, lock files, loopback ports, daemon processes."""
+"""What the embedded servers share: the errors, lock files, loopback ports, daemon processes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import contextlib
 import fcntl
 import os
 import random
+import signal
 import socket
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -243,3 +245,104 @@ def terminate(process: psutil.Process, *, first_signal: int) -> None:
             gone(process, timeout=5)
     except psutil.NoSuchProcess:
         return
+
+
+@dataclass(frozen=True)
+class DaemonFolder(ServiceFolder):
+    """The folder of a server that runs as a daemon from a generated config file and records
+    its pid in a file of its own (Redis, NATS)."""
+
+    config = InFolder("{service}.conf")
+    pid = InFolder("{service}.pid")
+
+    def command_mark(self, port: int) -> str:
+        """What the command line of this folder's running server on ``port`` contains."""
+        return str(self.config)
+
+
+def running_daemon(folder: DaemonFolder) -> tuple[psutil.Process, int] | None:
+    """The folder's running server and its port (pid file plus a check of its command)."""
+    process = live_process(read_int(folder.pid), name=folder.executable)
+    port = read_int(folder.port)
+    if process is None or port is None:
+        return None
+    try:
+        ours = folder.command_mark(port) in " ".join(process.cmdline())
+    except psutil.Error:
+        return None
+    return (process, port) if ours else None
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` (a config holding a password) to a file readable by its owner only."""
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text(text)
+
+
+def start_daemon(folder: DaemonFolder, command: list[str], *, config: Callable[[int], str],
+                 answers: Callable[[int], bool]) -> int:
+    """Choose a port, write the folder's ``config`` for it, run ``command`` (which returns once
+    the server runs in the background) and wait until the server ``answers``; its port."""
+    folder.pid.unlink(missing_ok=True)  # stale after a SIGKILL; the daemon writes a fresh one
+    port = choose_port(folder.port)
+    write_private(folder.config, config(port))
+    try:
+        launched = subprocess.run(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            cwd=folder.root, timeout=START_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise folder.error("start", str(exc)) from exc
+    if launched.returncode != 0:
+        said = launched.stderr.decode(errors="replace").strip()
+        raise folder.error("start", said or f"{command[0]} exited with {launched.returncode}")
+    wait_for_answer(folder, port, answers, step="start")
+    return port
+
+
+def wait_for_answer(folder: DaemonFolder, port: int, answers: Callable[[int], bool], *,
+                    step: str) -> None:
+    """Wait until the server on ``port`` answers (a big data file takes a while to load); fail
+    fast if it died.
+
+    The daemon writes its pid file once it listens, so a missing file after a few seconds, or a
+    pid file of a dead process, means it exited (a port taken meanwhile, a bad file...).
+    """
+    started = time.monotonic()
+    while not answers(port):
+        elapsed = time.monotonic() - started
+        pid = read_int(folder.pid)
+        if (pid is None and elapsed > 5) or (pid is not None and not psutil.pid_exists(pid)):
+            raise folder.error(step, f"{folder.executable} for port {port} exited")
+        if elapsed > START_TIMEOUT_S:
+            raise folder.error(step, f"no answer on {LOOPBACK}:{port} in time")
+        time.sleep(0.05)
+
+
+def ensure_daemon(folder: DaemonFolder, *, start: Callable[[], int],
+                  answers: Callable[[int], bool],
+                  adopt: Callable[[int], None] = lambda port: None) -> int:
+    """The port of the folder's server: reused once it answers (and ``adopt``-ed, to bring an
+    older one up to date), else ``start``-ed; under the folder's lock, so that several
+    processes may call it at once."""
+    folder.root.mkdir(parents=True, exist_ok=True)
+    with folder.locked():
+        running = running_daemon(folder)
+        if running is None:
+            return start()
+        process, port = running
+        refuse_other_network(folder, process)
+        # Never killed here: a server still loading its data is slow, not broken.
+        wait_for_answer(folder, port, answers, step="wait")
+        adopt(port)
+        return port
+
+
+def stop_daemon(folder: DaemonFolder) -> None:
+    """Stop the folder's server (SIGTERM lets it flush its files); no-op if none runs."""
+
+    def find() -> psutil.Process | None:
+        running = running_daemon(folder)
+        return None if running is None else running[0]
+
+    stop_server(folder, find, first_signal=signal.SIGTERM, leftovers=(folder.pid,))

@@ -2,37 +2,33 @@
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-import psutil
 import redis
 
 from webapp.embedded.credentials import stored_password
 from webapp.embedded.daemons import (
     LOOPBACK,
-    START_TIMEOUT_S,
-    InFolder,
-    ServiceFolder,
-    choose_port,
-    live_process,
-    read_int,
-    refuse_other_network,
-    stop_server,
+    DaemonFolder,
+    ensure_daemon,
+    running_daemon,
+    start_daemon,
+    stop_daemon,
+    write_private,
 )
 
 
 @dataclass(frozen=True)
-class _RedisFiles(ServiceFolder):
+class _RedisFiles(DaemonFolder):
     service: str = "redis"
     executable: str = "redis-server"
     fsync: str = "everysec"  # appendfsync: "always" for the keyed state's Redis
 
-    config = InFolder("redis.conf")
-    pid = InFolder("redis.pid")
+    def command_mark(self, port: int) -> str:
+        return f"{LOOPBACK}:{port}"  # redis-server shows its address, not its config file
 
 
 def _redis_files(var_dir: Path) -> _RedisFiles:
@@ -90,66 +86,14 @@ def _redis_require_password(files: _RedisFiles, port: int) -> None:
     client = redis.Redis(host=LOOPBACK, port=port, socket_timeout=2, socket_connect_timeout=2)
     with client:
         client.config_set("requirepass", password)
-    _write_config(files, port)
+    write_private(files.config, _redis_config(files, port))
 
 
-def _write_config(files: _RedisFiles, port: int) -> None:
-    """The config file holds the password: readable by its owner only."""
-    files.config.touch(mode=0o600)
-    files.config.chmod(0o600)
-    files.config.write_text(_redis_config(files, port))
-
-
-def _redis_server(files: _RedisFiles) -> tuple[psutil.Process, int] | None:
-    """The running server of this folder and its port (pid file plus a check of its command)."""
-    process = live_process(read_int(files.pid), name=files.executable)
-    port = read_int(files.port)
-    if process is None or port is None:
-        return None
-    try:
-        listening = f"{LOOPBACK}:{port}" in " ".join(process.cmdline())
-    except psutil.Error:
-        return None
-    return (process, port) if listening else None
-
-
-def _redis_start(files: _RedisFiles) -> int:
-    """Write the config, launch the daemon and wait until it answers PING."""
-    files.pid.unlink(missing_ok=True)  # stale after a SIGKILL; the daemon writes a fresh one
-    port = choose_port(files.port)
-    _write_config(files, port)
-    try:
-        subprocess.run(
-            [str(_redis_server_binary()), str(files.config)],
-            check=True,
-            timeout=10,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            cwd=files.root,
-        )
-    except (subprocess.SubprocessError, OSError) as exc:
-        raise files.error("start", str(exc)) from exc
-    _wait_for_ping(files, port, step="start")
-    return port
-
-
-def _wait_for_ping(files: _RedisFiles, port: int, *, step: str) -> None:
-    """Wait for PING (a big append-only file takes a while to load); fail fast if it died.
-
-    The daemon writes its pid file once it listens, so a missing file after a few seconds, or a
-    pid file of a dead process, means it exited (a port taken meanwhile, a bad file...).
-    """
-    started = time.monotonic()
+def _answers(files: _RedisFiles) -> Callable[[int], bool]:
+    """Whether the server on a port answers PING, with or without the password (one started
+    before passwords gets it once it answers)."""
     password = stored_password(files.password)
-    while not _redis_ping(port, password) and not _redis_ping(port, None):
-        elapsed = time.monotonic() - started
-        pid = read_int(files.pid)
-        if (pid is None and elapsed > 5) or (pid is not None and not psutil.pid_exists(pid)):
-            raise files.error(step, f"redis-server for port {port} exited")
-        if elapsed > START_TIMEOUT_S:
-            raise files.error(step, f"no answer on {LOOPBACK}:{port} in time")
-        time.sleep(0.05)
+    return lambda port: _redis_ping(port, password) or _redis_ping(port, None)
 
 
 def redis_url(*, port: int, password: str) -> str:
@@ -175,42 +119,33 @@ def ensure_state_redis(*, var_dir: Path) -> str:
 
 
 def _ensure(files: _RedisFiles) -> str:
-    files.root.mkdir(parents=True, exist_ok=True)
-    with files.locked():
-        running = _redis_server(files)
-        password = stored_password(files.password)
-        if running is None:
-            return redis_url(port=_redis_start(files), password=password)
-        refuse_other_network(files, running[0])
-        # Never killed here: a server still loading its data is slow, not broken.
-        _wait_for_ping(files, running[1], step="wait")
-        _redis_require_password(files, running[1])
-        return redis_url(port=running[1], password=password)
+    answers = _answers(files)
+
+    def start() -> int:
+        command = [str(_redis_server_binary()), str(files.config)]
+        return start_daemon(files, command, config=partial(_redis_config, files),
+                            answers=answers)
+
+    port = ensure_daemon(files, start=start, answers=answers,
+                         adopt=partial(_redis_require_password, files))
+    return redis_url(port=port, password=stored_password(files.password))
 
 
 def redis_running(*, var_dir: Path) -> bool:
     """True if the embedded Redis of ``var_dir`` is running."""
-    return _redis_server(_redis_files(var_dir)) is not None
+    return running_daemon(_redis_files(var_dir)) is not None
 
 
 def state_redis_running(*, var_dir: Path) -> bool:
     """True if the embedded state Redis of ``var_dir`` is running."""
-    return _redis_server(_state_redis_files(var_dir)) is not None
+    return running_daemon(_state_redis_files(var_dir)) is not None
 
 
 def stop_redis(*, var_dir: Path) -> None:
     """Stop the embedded Redis of ``var_dir`` (flushing its append-only file); no-op if stopped."""
-    _stop(_redis_files(var_dir))
+    stop_daemon(_redis_files(var_dir))
 
 
 def stop_state_redis(*, var_dir: Path) -> None:
     """Stop the embedded state Redis of ``var_dir``; no-op if stopped."""
-    _stop(_state_redis_files(var_dir))
-
-
-def _stop(files: _RedisFiles) -> None:
-    def find() -> psutil.Process | None:
-        running = _redis_server(files)
-        return None if running is None else running[0]
-
-    stop_server(files, find, first_signal=signal.SIGTERM, leftovers=(files.pid,))
+    stop_daemon(_state_redis_files(var_dir))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -23,45 +22,33 @@ from nats.errors import Error as NatsError
 from nats.errors import NoRespondersError
 from nats.js.errors import NotFoundError, ServiceUnavailableError
 
-from engine.runtime.errors import StreamRuntimeError, UnsupportedJobError
-from engine.runtime.io.broker.spec import StreamSpec, masked_url, resolve_url
+from engine.runtime.errors import UnsupportedJobError
+from engine.runtime.io.broker.spec import (
+    SourceSpec,
+    StreamSpec,
+    masked_url,
+    retried_while_unreachable,
+)
 
 T = TypeVar("T")
 CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_S = 10.0
 
 
-class NatsUnavailable(StreamRuntimeError):
-    """The NATS server could not be reached within the source's reconnect time."""
-
-
-@dataclass(frozen=True)
-class NatsSpec:
+@dataclass(frozen=True, kw_only=True)
+class NatsSpec(SourceSpec):
     """The params of one ``source.nats`` operator, defaults applied."""
 
-    op_id: str
-    url: str
-    streams: tuple[str, ...]
     start: str | dict[str, int]
-    max_entries: int
-    columns: tuple[tuple[str, str], ...]
-    time_field: str | None = None
-    reconnect_s: float = 30.0
 
     @classmethod
     def from_params(cls, op_id: str, params: Mapping[str, Any]) -> NatsSpec:
         """Reads validated operator params (see the catalog)."""
         start = params.get("start", "latest")
         return cls(
-            op_id=op_id,
-            url=resolve_url(op_id, str(params["url"])),
-            streams=tuple(str(s) for s in params["streams"]),
+            **cls.read_params(op_id, params),
             start={str(k): int(v) for k, v in start.items()} if isinstance(start, Mapping)
             else str(start),
-            max_entries=int(params.get("max_entries_per_epoch", 10000)),
-            columns=tuple((str(k), str(v).lower()) for k, v in params["schema"].items()),
-            time_field=params.get("time_field"),
-            reconnect_s=float(params.get("reconnect_seconds", 30.0)),
         )
 
     def decoding(self) -> StreamSpec:
@@ -75,21 +62,15 @@ class NatsSpec:
 def with_nats(spec: NatsSpec, step: str, action: Callable[[Client], Awaitable[T]]) -> T:
     """Runs ``action`` on a fresh connection, retrying while the server is unreachable for
     up to ``spec.reconnect_s``; errors that recur fail at once (see the module's doc)."""
-    deadline = time.monotonic() + spec.reconnect_s
-    delay = 0.2
-    while True:
+
+    def attempt() -> T:
         try:
             return _run(_connected(spec, action))
         except (MissingStream, ServiceUnavailableError, NoRespondersError, _Refused) as error:
             raise UnsupportedJobError(_recurring(spec, step, error)) from None
-        except (TimeoutError, OSError, NatsError) as error:
-            if time.monotonic() >= deadline:
-                raise NatsUnavailable(
-                    f"source {spec.op_id!r}: NATS at {masked_url(spec.url)} unreachable for "
-                    f"{spec.reconnect_s:g} s while {step}: {_cause(error)}"
-                ) from None
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+
+    return retried_while_unreachable(spec, step, attempt, broker="NATS",
+                                     unreachable=(TimeoutError, OSError, NatsError), cause=_cause)
 
 
 class MissingStream(Exception):

@@ -14,14 +14,12 @@ single-threaded server several times what sending the reply does.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import redis
 
-from engine.runtime.errors import StreamRuntimeError
-from engine.runtime.io.broker.spec import StreamSpec, masked_url
+from engine.runtime.io.broker.spec import StreamSpec, retried_while_unreachable
 from engine.runtime.io.taken import Offset
 
 T = TypeVar("T")
@@ -35,27 +33,17 @@ _COUNT_CHUNK = READ_CHUNK
 LAG_EXACT_LIMIT = _COUNT_CHUNK
 
 
-class BrokerUnavailable(StreamRuntimeError):
-    """The broker could not be reached within the source's reconnect time."""
-
-
 def with_reconnect(spec: StreamSpec, step: str, action: Callable[[redis.Redis], T]) -> T:
     """Runs ``action`` on a fresh client, retrying while the broker is unreachable (it may
     be restarting) for up to ``spec.reconnect_s``; then fails naming source, URL and step."""
-    deadline = time.monotonic() + spec.reconnect_s
-    delay = 0.2
-    while True:
-        try:
-            with redis.Redis.from_url(spec.url, socket_timeout=10) as client:
-                return action(client)
-        except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError) as error:
-            if time.monotonic() >= deadline:
-                raise BrokerUnavailable(
-                    f"source {spec.op_id!r}: Redis at {masked_url(spec.url)} unreachable for "
-                    f"{spec.reconnect_s:g} s while {step}: {error}"
-                ) from None
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+
+    def attempt() -> T:
+        with redis.Redis.from_url(spec.url, socket_timeout=10) as client:
+            return action(client)
+
+    return retried_while_unreachable(
+        spec, step, attempt, broker="Redis",
+        unreachable=(redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError))
 
 
 def initial_offset(client: redis.Redis, spec: StreamSpec) -> Offset:

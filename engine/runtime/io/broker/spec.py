@@ -1,4 +1,5 @@
-"""What a ``source.redis_stream`` reads and how an entry becomes a row (pure Python).
+"""What a broker source reads, how it rides out its broker's restarts, and how a
+``source.redis_stream`` entry becomes a row (pure Python).
 
 An entry is decoded by the declared schema, either from its flat fields or from one field
 holding a JSON object. An entry that does not fit the schema becomes a dead letter: a row
@@ -10,16 +11,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.dag.secrets import masked_url
 from engine.runtime.errors import StreamRuntimeError
 
-__all__ = ["DEAD_LETTER", "ENTRY_TIME", "FLOAT_KINDS", "INT_KINDS", "EntryError", "StreamSpec",
-           "decode_entry", "entry_time", "masked_url", "resolve_url"]
+__all__ = ["DEAD_LETTER", "ENTRY_TIME", "FLOAT_KINDS", "INT_KINDS", "BrokerUnavailable",
+           "EntryError", "SourceSpec", "StreamSpec", "decode_entry", "entry_time", "masked_url",
+           "resolve_url", "retried_while_unreachable"]
+
+T = TypeVar("T")
 
 DEAD_LETTER = "__dead_letter"
 ENTRY_TIME = "event_time"  # the column of the entry id's time when no time field is given
@@ -35,36 +40,76 @@ class EntryError(ValueError):
     """An entry's value does not fit its declared column type."""
 
 
-@dataclass(frozen=True)
-class StreamSpec:
-    """The params of one ``source.redis_stream`` operator, defaults applied."""
+class BrokerUnavailable(StreamRuntimeError):
+    """The broker could not be reached within the source's reconnect time."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceSpec:
+    """What the params of every broker source say, defaults applied: where it reads, how
+    much an epoch takes, the declared columns, how long an unreachable broker is retried."""
 
     op_id: str
     url: str
     streams: tuple[str, ...]
-    start: str | dict[str, str]
     max_entries: int
     columns: tuple[tuple[str, str], ...]
-    payload: str = "fields"
-    payload_field: str = "data"
     time_field: str | None = None
     reconnect_s: float = 30.0
+
+    @staticmethod
+    def read_params(op_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields above, read from validated operator params (see the catalog)."""
+        return {
+            "op_id": op_id,
+            "url": resolve_url(op_id, str(params["url"])),
+            "streams": tuple(str(s) for s in params["streams"]),
+            "max_entries": int(params.get("max_entries_per_epoch", 10000)),
+            "columns": tuple((str(k), str(v).lower()) for k, v in params["schema"].items()),
+            "time_field": params.get("time_field"),
+            "reconnect_s": float(params.get("reconnect_seconds", 30.0)),
+        }
+
+
+def retried_while_unreachable(
+    spec: SourceSpec, step: str, attempt: Callable[[], T], *, broker: str,
+    unreachable: tuple[type[BaseException], ...], cause: Callable[[BaseException], str] = str,
+) -> T:
+    """``attempt()``, tried again with back-off while it fails as ``unreachable`` (the broker
+    may be restarting) for up to ``spec.reconnect_s``; then BrokerUnavailable naming source,
+    ``broker``, URL and step."""
+    deadline = time.monotonic() + spec.reconnect_s
+    delay = 0.2
+    while True:
+        try:
+            return attempt()
+        except unreachable as error:
+            if time.monotonic() >= deadline:
+                raise BrokerUnavailable(
+                    f"source {spec.op_id!r}: {broker} at {masked_url(spec.url)} unreachable for "
+                    f"{spec.reconnect_s:g} s while {step}: {cause(error)}"
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamSpec(SourceSpec):
+    """The params of one ``source.redis_stream`` operator, defaults applied."""
+
+    start: str | dict[str, str]
+    payload: str = "fields"
+    payload_field: str = "data"
 
     @classmethod
     def from_params(cls, op_id: str, params: Mapping[str, Any]) -> StreamSpec:
         """Reads validated operator params (see the catalog)."""
         start = params.get("start", "latest")
         return cls(
-            op_id=op_id,
-            url=resolve_url(op_id, str(params["url"])),
-            streams=tuple(str(s) for s in params["streams"]),
+            **cls.read_params(op_id, params),
             start=dict(start) if isinstance(start, Mapping) else str(start),
-            max_entries=int(params.get("max_entries_per_epoch", 10000)),
-            columns=tuple((str(k), str(v).lower()) for k, v in params["schema"].items()),
             payload=str(params.get("payload", "fields")),
             payload_field=str(params.get("payload_field", "data")),
-            time_field=params.get("time_field"),
-            reconnect_s=float(params.get("reconnect_seconds", 30.0)),
         )
 
     def output_columns(self) -> list[tuple[str, str]]:

@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from engine.runtime.errors import UnsupportedJobError, failure_of
-from engine.runtime.io.broker.nats_client import NatsSpec, NatsUnavailable
+from engine.runtime.io.broker.nats_client import NatsSpec
 from engine.runtime.io.broker.nats_offsets import (
     advance,
     initial_offset,
@@ -22,6 +22,7 @@ from engine.runtime.io.broker.nats_offsets import (
     take_sequences,
 )
 from engine.runtime.io.broker.nats_stream import decode_messages, part_ranges
+from engine.runtime.io.broker.spec import BrokerUnavailable
 from engine.runtime.io.taken import SequencesTaken, take_from_json
 from tests.engine.runtime.nats_jobs import bodies, delete_streams, fill, new_stream
 
@@ -149,7 +150,7 @@ def test_an_unreachable_server_is_retried_then_fails_naming_url_and_step() -> No
     with socket.socket() as closed:  # bound, never listening: connections are refused
         closed.bind(("127.0.0.1", 0))
         url = f"nats://app:pw@127.0.0.1:{closed.getsockname()[1]}"
-        with pytest.raises(NatsUnavailable) as caught:
+        with pytest.raises(BrokerUnavailable) as caught:
             take_sequences(spec_of(url, reconnect_seconds=1), None)
     message = str(caught.value)
     assert "source 'events': NATS at nats://app:***@127.0.0.1:" in message

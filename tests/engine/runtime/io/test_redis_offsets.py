@@ -11,14 +11,13 @@ import redis
 
 from engine.runtime.io.broker import redis_offsets
 from engine.runtime.io.broker.redis_offsets import (
-    BrokerUnavailable,
     advance,
     initial_offset,
     read_chunk,
     stream_lags,
     with_reconnect,
 )
-from engine.runtime.io.broker.spec import StreamSpec
+from engine.runtime.io.broker.spec import BrokerUnavailable, StreamSpec
 
 
 @pytest.fixture

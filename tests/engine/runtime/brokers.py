@@ -89,3 +89,19 @@ def any_broker_fixture(request: pytest.FixtureRequest,
                             [nats_jobs.new_stream(), nats_jobs.new_stream()])
     yield broker
     broker.delete()
+
+
+def read_in_capped_epochs(epochs: list[dict[str, Any]], *, last: int, total: int, cap: int,
+                          dead_letters: int) -> str:
+    """Checks a run's published ``epochs``: 0 to ``last``, each reading at most ``cap`` of the
+    ``total`` entries, a backlog that starts at the rest and drains, and ``dead_letters`` in
+    all; the first dead letter's sample."""
+    epochs = sorted(epochs, key=lambda e: e["epoch"])
+    consumed = [e["operators"]["events"]["rows_out"] for e in epochs]
+    assert [e["epoch"] for e in epochs] == list(range(last + 1))
+    assert sum(consumed) == total and max(consumed) == cap
+    assert epochs[0]["backlog_rows"] == total - cap
+    assert epochs[-1]["backlog_rows"] == 0
+    letters = [e["broker_sources"]["events"] for e in epochs]
+    assert sum(r["dead_letters"] for r in letters) == dead_letters
+    return str(next(r["dead_letter_sample"] for r in letters if r["dead_letters"]))

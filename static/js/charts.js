@@ -215,5 +215,15 @@ export function formatMs(v) {
   return `${v.toFixed(0)} ms`;
 }
 
+// Bytes in decimal units: "512 B", "1.5 KB", "2.0 MB".
+export function formatBytes(n) {
+  if (n == null) return "—";
+  const units = ["B", "KB", "MB", "GB"];
+  let value = n;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) { value /= 1000; unit += 1; }
+  return `${unit ? value.toFixed(1) : value.toFixed(0)} ${units[unit]}`;
+}
+
 AXIS_UNITS.set(formatRate, [[1e6, 1e6, "M"], [1e4, 1e3, "k"], [-Infinity, 1, ""]]);
 AXIS_UNITS.set(formatMs, [[10000, 1000, " s"], [-Infinity, 1, " ms"]]);

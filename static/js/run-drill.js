@@ -1,20 +1,11 @@
 // The run page's operator drill-down: selecting an operator in the graph (its name, by click
 // or keyboard) opens its own charts over time and its instances below the graph. While open,
 // each epoch the page receives brings that operator's new epochs from the server.
-import { TimeChart, formatMs, formatRate } from "./charts.js";
+import { TimeChart, formatBytes, formatMs, formatRate } from "./charts.js";
 import { $ } from "./dom.js";
 import { meanOf } from "./smoothing.js";
 
 const percent = (v) => (v == null ? "—" : `${v.toFixed(0)} %`);
-
-function formatBytes(n) {
-  if (n == null) return "—";
-  const units = ["B", "KB", "MB", "GB"];
-  let value = n;
-  let unit = 0;
-  while (value >= 1000 && unit < units.length - 1) { value /= 1000; unit += 1; }
-  return `${unit ? value.toFixed(1) : value.toFixed(0)} ${units[unit]}`;
-}
 
 const PALETTE = ["--chart-a", "--chart-b", "--chart-c", "--chart-d"];
 

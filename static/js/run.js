@@ -3,7 +3,7 @@
 // controls fill the server-rendered dialog, whose preview and submit are htmx requests.
 /* global htmx */
 import { drawGraph } from "./graph.js";
-import { MAX_POINTS, TimeChart, formatMs, formatRate } from "./charts.js";
+import { MAX_POINTS, TimeChart, formatBytes, formatMs, formatRate } from "./charts.js";
 import { $, esc } from "./dom.js";
 import { openLiveSocket } from "./live-socket.js";
 import { setupScaling } from "./run-scale.js";
@@ -222,15 +222,6 @@ function applyStateTraffic(st) {
     row.querySelector('[data-f="state-read"]').textContent = v ? formatBytes(v[0]) : "—";
     row.querySelector('[data-f="state-written"]').textContent = v ? formatBytes(v[1]) : "—";
   }
-}
-
-function formatBytes(n) {
-  if (n == null) return "—";
-  const units = ["B", "KB", "MB", "GB"];
-  let value = n;
-  let unit = 0;
-  while (value >= 1000 && unit < units.length - 1) { value /= 1000; unit += 1; }
-  return `${unit ? value.toFixed(1) : value} ${units[unit]}`;
 }
 
 function rememberRaw(m) {

@@ -52,6 +52,26 @@ def document(edges: Iterable[tuple[str, str]], types: Mapping[str, str],
     return doc
 
 
+def counted_by_window(source: Mapping[str, Any]) -> dict[str, Any]:
+    """A job reading ``source`` (id "events", columns "user" and the timestamp "at") that
+    counts rows per user in 10-second windows into memory."""
+    return {"name": "stream", "operators": [
+        dict(source),
+        {"id": "counts", "type": "window_aggregate",
+         "params": {"key": ["user"], "time": "at", "window": "10 seconds",
+                    "aggregates": {"n": "count(*)"}}},
+        {"id": "out", "type": "sink.memory"}],
+        "edges": [{"from": "events", "to": "counts"}, {"from": "counts", "to": "out"}]}
+
+
+def with_source_params(doc: Mapping[str, Any], **params: Any) -> dict[str, Any]:
+    """A copy of ``doc`` whose first operator has ``params`` set (a None value removes one)."""
+    changed = copy.deepcopy(dict(doc))
+    source = changed["operators"][0]
+    source["params"] = {k: v for k, v in {**source["params"], **params}.items() if v is not None}
+    return changed
+
+
 def rates_of(table: Mapping[str, tuple[float | None, float | None, float]]) -> dict[str, Any]:
     """Rates document from op -> (input, processing, output); None leaves a field out."""
     doc: dict[str, Any] = {}

@@ -2,33 +2,19 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
 
 from engine.dag import output_columns, parse_job_graph
+from tests.engine.builders import counted_by_window, with_source_params
 from tests.engine.test_dag_validation import problems_of
 
 SOURCE = {"id": "events", "type": "source.redis_stream",
           "params": {"url": "redis://:secret@127.0.0.1:6380/0", "streams": ["orders"],
                      "schema": {"user": "long", "at": "timestamp", "kind": "string"},
                      "time_field": "at"}}
-DOC = {"name": "stream", "operators": [
-    SOURCE,
-    {"id": "counts", "type": "window_aggregate",
-     "params": {"key": ["user"], "time": "at", "window": "10 seconds",
-                "aggregates": {"n": "count(*)"}}},
-    {"id": "out", "type": "sink.memory"}],
-    "edges": [{"from": "events", "to": "counts"}, {"from": "counts", "to": "out"}]}
-
-
-def with_params(**params: Any) -> dict[str, Any]:
-    doc = copy.deepcopy(DOC)
-    doc["operators"][0]["params"].update(params)
-    doc["operators"][0]["params"] = {k: v for k, v in doc["operators"][0]["params"].items()
-                                     if v is not None}
-    return doc
+DOC = counted_by_window(SOURCE)
 
 
 def test_a_valid_stream_source_and_its_columns() -> None:
@@ -38,7 +24,7 @@ def test_a_valid_stream_source_and_its_columns() -> None:
 
 
 def test_without_a_time_field_rows_carry_the_entry_time() -> None:
-    doc = with_params(time_field=None)
+    doc = with_source_params(DOC, time_field=None)
     doc["operators"][1]["params"]["time"] = "event_time"
     assert output_columns(parse_job_graph(doc))["events"]["event_time"] == "timestamp"
 
@@ -62,10 +48,10 @@ def test_without_a_time_field_rows_carry_the_entry_time() -> None:
     ({"schema": None}, "missing required param 'schema'"),
 ])
 def test_bad_params_are_named(params: dict[str, Any], problem: str) -> None:
-    found = problems_of(with_params(**params))
+    found = problems_of(with_source_params(DOC, **params))
     assert any(p.startswith("operator 'events': ") and problem in p for p in found), found
 
 
 def test_a_bad_url_problem_never_shows_the_password() -> None:
-    found = problems_of(with_params(url="ftp://user:secret@host/"))
+    found = problems_of(with_source_params(DOC, url="ftp://user:secret@host/"))
     assert found and all("secret" not in p for p in found)

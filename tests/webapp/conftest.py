@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -15,16 +16,23 @@ from django.test import Client
 from tests.webapp.support import ROOT, child_env
 from webapp.accounts.roles import Role
 
-SIMPLE_DAG = {
-    "name": "clicks",
-    "key_groups": 16,
-    "operators": [
-        {"id": "events", "type": "source.generator", "params": {"rows_per_second": 100}},
-        {"id": "clicks", "type": "filter", "params": {"condition": "event_type = 'click'"}},
-        {"id": "out", "type": "sink.memory", "params": {}},
-    ],
-    "edges": [{"from": "events", "to": "clicks"}, {"from": "clicks", "to": "out"}],
-}
+
+def chain_dag(name: str, *operators: dict) -> dict:
+    """A job of ``operators`` in a chain, each feeding the next; 16 key groups."""
+    return {
+        "name": name,
+        "key_groups": 16,
+        "operators": list(operators),
+        "edges": [{"from": a["id"], "to": b["id"]} for a, b in pairwise(operators)],
+    }
+
+
+SIMPLE_DAG = chain_dag(
+    "clicks",
+    {"id": "events", "type": "source.generator", "params": {"rows_per_second": 100}},
+    {"id": "clicks", "type": "filter", "params": {"condition": "event_type = 'click'"}},
+    {"id": "out", "type": "sink.memory", "params": {}},
+)
 
 
 @pytest.fixture
@@ -144,32 +152,24 @@ def no_warm_standby(settings):
     settings.WARM_STANDBY = False
 
 
-KEYED_DAG = {
-    "name": "counts-job",
-    "key_groups": 16,
-    "operators": [
-        {"id": "events", "type": "source.generator", "params": {"rows_per_second": 1000}},
-        {"id": "views", "type": "filter", "params": {"condition": "event_type = 'view'"}},
-        {
-            "id": "counts",
-            "type": "window_aggregate",
-            "parallelism": 2,
-            "params": {
-                "key": ["campaign_id"],
-                "time": "event_time",
-                "window": "10 seconds",
-                "watermark": "5 seconds",
-                "aggregates": {"views": "count(*)"},
-            },
+KEYED_DAG = chain_dag(
+    "counts-job",
+    {"id": "events", "type": "source.generator", "params": {"rows_per_second": 1000}},
+    {"id": "views", "type": "filter", "params": {"condition": "event_type = 'view'"}},
+    {
+        "id": "counts",
+        "type": "window_aggregate",
+        "parallelism": 2,
+        "params": {
+            "key": ["campaign_id"],
+            "time": "event_time",
+            "window": "10 seconds",
+            "watermark": "5 seconds",
+            "aggregates": {"views": "count(*)"},
         },
-        {"id": "out", "type": "sink.memory", "params": {}},
-    ],
-    "edges": [
-        {"from": "events", "to": "views"},
-        {"from": "views", "to": "counts"},
-        {"from": "counts", "to": "out"},
-    ],
-}
+    },
+    {"id": "out", "type": "sink.memory", "params": {}},
+)
 
 
 @pytest.fixture
@@ -194,57 +194,50 @@ def live_run(make_user):
     )
 
 
-def epoch_metrics(epoch: int, *, counts_in: float, counts_capacity: float, instances: int = 2):
-    """An epoch as a driver publishes it, with `counts` receiving `counts_in` rows/s."""
+def published_epoch(epoch: int, operators: dict, *, batch_ms: float,
+                    latency: tuple[float, float, float]) -> dict:
+    """An epoch as a driver publishes it: its ``operators``' figures, its batch time and its
+    latency (p50, p99, max), no backlog."""
+    p50, p99, highest = latency
     return {
         "epoch": epoch,
-        "batch_duration_ms": 1000.0,
+        "batch_duration_ms": batch_ms,
         "backlog_rows": 0,
-        "latency_ms": {"p50": 800.0, "p99": 1500.0, "max": 1700.0},
-        "operators": {
-            "events": {
-                "instances": 1,
-                "rows_in": 0,
-                "rows_out": int(counts_in * 3),
-                "busy_ms": [50.0],
-                "input_rate": None,
-                "processing_rate": None,
-                "output_rate": counts_in * 3,
-                "congested": False,
-                "etp": 1.0,
-            },
-            "views": {
-                "instances": 1,
-                "rows_in": int(counts_in * 3),
-                "rows_out": int(counts_in),
-                "busy_ms": [100.0],
-                "input_rate": counts_in * 3,
-                "processing_rate": counts_in * 30,
-                "output_rate": counts_in,
-                "congested": False,
-                "etp": 1.0,
-            },
-            "counts": {
-                "instances": instances,
-                "rows_in": int(counts_in),
-                "rows_out": 10,
-                "busy_ms": [900.0] * instances,
-                "input_rate": counts_in,
-                "processing_rate": counts_capacity,
-                "output_rate": 10.0,
-                "congested": counts_in > 1.2 * counts_capacity,
-                "etp": 1.0,
-            },
-            "out": {
-                "instances": 1,
-                "rows_in": 10,
-                "rows_out": 10,
-                "busy_ms": [5.0],
-                "input_rate": 10.0,
-                "processing_rate": 10000.0,
-                "output_rate": 10.0,
-                "congested": False,
-                "etp": 1.0,
-            },
-        },
+        "latency_ms": {"p50": p50, "p99": p99, "max": highest},
+        "operators": operators,
     }
+
+
+def operator_figures(*, rows_in, rows_out, busy_ms: list[float], input_rate, processing_rate,
+                     output_rate, instances: int = 1, congested: bool = False) -> dict:
+    """One operator's figures in a published epoch (ETP 1)."""
+    return {
+        "instances": instances,
+        "rows_in": rows_in,
+        "rows_out": rows_out,
+        "busy_ms": busy_ms,
+        "input_rate": input_rate,
+        "processing_rate": processing_rate,
+        "output_rate": output_rate,
+        "congested": congested,
+        "etp": 1.0,
+    }
+
+
+def epoch_metrics(epoch: int, *, counts_in: float, counts_capacity: float, instances: int = 2):
+    """An epoch as a driver publishes it, with `counts` receiving `counts_in` rows/s."""
+    return published_epoch(epoch, {
+        "events": operator_figures(
+            rows_in=0, rows_out=int(counts_in * 3), busy_ms=[50.0], input_rate=None,
+            processing_rate=None, output_rate=counts_in * 3),
+        "views": operator_figures(
+            rows_in=int(counts_in * 3), rows_out=int(counts_in), busy_ms=[100.0],
+            input_rate=counts_in * 3, processing_rate=counts_in * 30, output_rate=counts_in),
+        "counts": operator_figures(
+            instances=instances, rows_in=int(counts_in), rows_out=10,
+            busy_ms=[900.0] * instances, input_rate=counts_in, processing_rate=counts_capacity,
+            output_rate=10.0, congested=counts_in > 1.2 * counts_capacity),
+        "out": operator_figures(
+            rows_in=10, rows_out=10, busy_ms=[5.0], input_rate=10.0, processing_rate=10000.0,
+            output_rate=10.0),
+    }, batch_ms=1000.0, latency=(800.0, 1500.0, 1700.0))

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from tests.webapp.conftest import chain_dag
 from tests.webapp.test_pages import _config
 from webapp.accounts.roles import Role
 from webapp.jobs.models import JobVersion, Run, RunStatus
@@ -18,17 +19,22 @@ pytestmark = pytest.mark.django_db
 
 SECRET_URL = "redis://:hunter2-pw@broker.internal:6379/0"
 SHOWN_URL = "redis://:***@broker.internal:6379/0"
-STREAM_DAG = {
-    "name": "orders", "key_groups": 16,
-    "operators": [
-        {"id": "events", "type": "source.redis_stream",
-         "params": {"url": SECRET_URL, "streams": ["orders"], "start": "earliest",
+
+
+def big_orders_dag(source_type: str, *, url: str, start: object) -> dict:
+    """A job reading the stream "orders" of a ``source_type`` source at ``url`` from
+    ``start`` and keeping the orders above 10."""
+    return chain_dag(
+        "orders",
+        {"id": "events", "type": source_type,
+         "params": {"url": url, "streams": ["orders"], "start": start,
                     "schema": {"order_id": "long", "amount": "double"}}},
         {"id": "big", "type": "filter", "params": {"condition": "amount > 10"}},
         {"id": "out", "type": "sink.memory"},
-    ],
-    "edges": [{"from": "events", "to": "big"}, {"from": "big", "to": "out"}],
-}
+    )
+
+
+STREAM_DAG = big_orders_dag("source.redis_stream", url=SECRET_URL, start="earliest")
 
 
 def _post(client, path, body):

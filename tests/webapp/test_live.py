@@ -38,6 +38,14 @@ async def _connect(communicator):
     return connected, code
 
 
+async def _greeted(job_id: int, token: str):
+    """A socket on the job's live feed with ``token``, connected and past its hello."""
+    communicator = _communicator(job_id, token=token)
+    assert (await _connect(communicator))[0]
+    await communicator.receive_json_from(timeout=5)
+    return communicator
+
+
 async def _refusal_code(communicator) -> int:
     """A refused socket is accepted, then closed at once: the close code it carries."""
     connected, _ = await _connect(communicator)
@@ -148,9 +156,7 @@ def test_malformed_messages_get_an_error_and_the_socket_stays_open(make_user, jo
     token = _token(make_user, Role.VIEWER)
 
     async def scenario():
-        communicator = _communicator(job.pk, token=token)
-        assert (await _connect(communicator))[0]
-        await communicator.receive_json_from(timeout=5)
+        communicator = await _greeted(job.pk, token)
         await communicator.send_to(text_data="{not json")
         assert (await communicator.receive_json_from(timeout=5))["type"] == "error"
         await communicator.send_to(text_data=json.dumps({"type": "subscribe-all"}))
@@ -169,9 +175,7 @@ def test_version_created_event_has_its_schema_and_follows_commit(
     viewer_token = _token(make_user, Role.VIEWER)
 
     async def scenario():
-        communicator = _communicator(job.pk, token=viewer_token)
-        assert (await _connect(communicator))[0]
-        await communicator.receive_json_from(timeout=5)
+        communicator = await _greeted(job.pk, viewer_token)
         from channels.db import database_sync_to_async
 
         response = await database_sync_to_async(client.post)(
@@ -250,9 +254,7 @@ def test_an_idle_subscriber_still_receives_later_events(make_user, job):
     token = _token(make_user, Role.VIEWER)
 
     async def scenario():
-        communicator = _communicator(job.pk, token=token)
-        assert (await _connect(communicator))[0]
-        await communicator.receive_json_from(timeout=5)
+        communicator = await _greeted(job.pk, token)
         await asyncio.sleep(12)
         event = {"type": "run.status", "job": job.pk, "run": 1, "status": "running", "epoch": 1}
         from channels.db import database_sync_to_async

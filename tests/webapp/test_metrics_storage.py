@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tests.webapp.conftest import operator_figures, published_epoch
 from webapp.jobs.metrics import operator_rollup, run_epoch_record
 from webapp.jobs.models import OperatorEpoch, Run, RunEpoch
 
@@ -25,36 +26,14 @@ def run(job):
 
 
 def _metrics(epoch: int, rows: int, instances: int = 2) -> dict:
-    return {
-        "epoch": epoch,
-        "batch_duration_ms": 500.0,
-        "backlog_rows": 0,
-        "latency_ms": {"p50": 100.0, "p99": 250.0, "max": 300.0},
-        "operators": {
-            "events": {
-                "instances": 1,
-                "rows_in": None,
-                "rows_out": rows,
-                "busy_ms": [1.0],
-                "input_rate": None,
-                "processing_rate": None,
-                "output_rate": rows,
-                "congested": False,
-                "etp": 1.0,
-            },
-            "clicks": {
-                "instances": instances,
-                "rows_in": rows,
-                "rows_out": rows // 2,
-                "busy_ms": [100.0] * instances,
-                "input_rate": rows,
-                "processing_rate": 2.0 * rows,
-                "output_rate": rows / 2,
-                "congested": False,
-                "etp": 1.0,
-            },
-        },
-    }
+    return published_epoch(epoch, {
+        "events": operator_figures(
+            rows_in=None, rows_out=rows, busy_ms=[1.0], input_rate=None, processing_rate=None,
+            output_rate=rows),
+        "clicks": operator_figures(
+            instances=instances, rows_in=rows, rows_out=rows // 2, busy_ms=[100.0] * instances,
+            input_rate=rows, processing_rate=2.0 * rows, output_rate=rows / 2),
+    }, batch_ms=500.0, latency=(100.0, 250.0, 300.0))
 
 
 def test_an_epoch_is_recorded_once(run):

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from tests.webapp.test_broker_sources import _broker_epoch, _post
+from tests.webapp.test_broker_sources import _broker_epoch, _post, big_orders_dag
 from tests.webapp.test_pages import _config
 from webapp.accounts.roles import Role
 from webapp.jobs.models import JobVersion, Run, RunStatus
@@ -17,17 +17,7 @@ pytestmark = pytest.mark.django_db
 
 SECRET_URL = "nats://app:hunter2-pw@broker.internal:4222"
 SHOWN_URL = "nats://app:***@broker.internal:4222"
-NATS_DAG = {
-    "name": "orders", "key_groups": 16,
-    "operators": [
-        {"id": "events", "type": "source.nats",
-         "params": {"url": SECRET_URL, "streams": ["orders"], "start": {"orders": 0},
-                    "schema": {"order_id": "long", "amount": "double"}}},
-        {"id": "big", "type": "filter", "params": {"condition": "amount > 10"}},
-        {"id": "out", "type": "sink.memory"},
-    ],
-    "edges": [{"from": "events", "to": "big"}, {"from": "big", "to": "out"}],
-}
+NATS_DAG = big_orders_dag("source.nats", url=SECRET_URL, start={"orders": 0})
 
 
 def test_the_password_is_masked_and_kept_and_the_run_page_shows_the_source(token_client,

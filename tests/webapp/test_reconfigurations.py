@@ -40,6 +40,12 @@ def _post(client, run, body, path="reconfigurations"):
     )
 
 
+def _rescale(client, run, operator: str, parallelism: int, *, reason: str, **fields):
+    """``client`` asks to rescale ``operator`` of ``run`` to ``parallelism`` instances."""
+    return _post(client, run, {"kind": "rescale", "operator": operator,
+                               "parallelism": parallelism, "reason": reason, **fields})
+
+
 def _sent(run) -> list[dict[str, str]]:
     channel = open_control_channel(settings.REDIS_URL, str(run.pk), "streamscale:")
     return [message for _, message in channel.read_after(None, 0)]
@@ -68,17 +74,8 @@ def _ack(run, message, *, epoch=12, status="applied", reason=None, after=None):
 
 
 def test_rescale_is_recorded_delivered_and_completed_by_the_ack(operator_client, live_run):
-    response = _post(
-        operator_client,
-        live_run,
-        {
-            "kind": "rescale",
-            "operator": "counts",
-            "parallelism": 6,
-            "reason": "hot campaign",
-            "request_id": "r-1",
-        },
-    )
+    response = _rescale(operator_client, live_run, "counts", 6, reason="hot campaign",
+                        request_id="r-1")
     assert response.status_code == 202
     record = Reconfiguration.objects.get(pk=response.json()["id"])
     assert record.status == "pending" and record.plan_diff["affected_operators"] == ["counts"]
@@ -99,14 +96,8 @@ def test_rescale_is_recorded_delivered_and_completed_by_the_ack(operator_client,
 
 
 def test_the_same_request_id_applies_once(operator_client, live_run):
-    body = {
-        "kind": "rescale",
-        "operator": "counts",
-        "parallelism": 4,
-        "reason": "x",
-        "request_id": "same",
-    }
-    first, second = _post(operator_client, live_run, body), _post(operator_client, live_run, body)
+    first = _rescale(operator_client, live_run, "counts", 4, reason="x", request_id="same")
+    second = _rescale(operator_client, live_run, "counts", 4, reason="x", request_id="same")
     assert first.json()["id"] == second.json()["id"]
     assert (first.json()["created"], second.json()["created"]) == (True, False)
     assert len(_sent(live_run)) == 1 and Reconfiguration.objects.count() == 1
@@ -134,14 +125,8 @@ def test_an_ack_sent_again_after_a_later_change_changes_nothing(operator_client,
 
 def test_conflicting_requests_apply_one_after_the_other(operator_client, token_client, live_run):
     other = token_client("admin")
-    a = _post(
-        operator_client,
-        live_run,
-        {"kind": "rescale", "operator": "counts", "parallelism": 6, "reason": "a"},
-    )
-    b = _post(
-        other, live_run, {"kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "b"}
-    )
+    a = _rescale(operator_client, live_run, "counts", 6, reason="a")
+    b = _rescale(other, live_run, "counts", 3, reason="b")
     assert a.status_code == b.status_code == 202
     first, second = Reconfiguration.objects.order_by("pk")
     assert first.plan_after == second.plan_before  # the second builds on the first
@@ -246,20 +231,12 @@ def test_a_refused_command_leaves_the_plan_as_it_was(operator_client, live_run):
 
 def test_a_run_that_is_not_live_cannot_be_reconfigured(operator_client, live_run):
     run_status_set(run_id=live_run.pk, status=RunStatus.STOPPED)
-    response = _post(
-        operator_client,
-        live_run,
-        {"kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "x"},
-    )
+    response = _rescale(operator_client, live_run, "counts", 3, reason="x")
     assert response.status_code == 409 and "stopped" in response.json()["error"]
 
 
 def test_a_run_that_ends_fails_its_pending_changes(operator_client, live_run):
-    _post(
-        operator_client,
-        live_run,
-        {"kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "x"},
-    )
+    _rescale(operator_client, live_run, "counts", 3, reason="x")
     run_status_set(run_id=live_run.pk, status=RunStatus.FAILED, detail="driver lost")
     record = Reconfiguration.objects.get()
     assert record.status == "failed" and "failed before it took effect" in record.status_reason
@@ -289,11 +266,7 @@ def test_scale_out_gives_instances_to_the_congested_operator(operator_client, li
 
 
 def test_rollback_restores_the_plan_before_an_applied_change(operator_client, live_run):
-    _post(
-        operator_client,
-        live_run,
-        {"kind": "rescale", "operator": "counts", "parallelism": 5, "reason": "try"},
-    )
+    _rescale(operator_client, live_run, "counts", 5, reason="try")
     (message,) = _sent(live_run)
     _ack(live_run, message)
     first = Reconfiguration.objects.get()
@@ -320,19 +293,13 @@ def test_metrics_endpoint_and_bad_since_epoch(operator_client, live_run):
 
 
 def test_request_ids_are_unique_per_run_not_globally(operator_client, live_run):
-    body = {
-        "kind": "rescale",
-        "operator": "counts",
-        "parallelism": 3,
-        "reason": "x",
-        "request_id": uuid.uuid4().hex,
-    }
-    assert _post(operator_client, live_run, body).json()["created"] is True
+    response = _rescale(operator_client, live_run, "counts", 3, reason="x",
+                        request_id=uuid.uuid4().hex)
+    assert response.json()["created"] is True
 
 
 def test_applied_at_is_when_the_first_epoch_with_the_change_ended(operator_client, live_run):
-    _post(operator_client, live_run,
-          {"kind": "rescale", "operator": "counts", "parallelism": 4, "reason": "x"})
+    _rescale(operator_client, live_run, "counts", 4, reason="x")
     (message,) = _sent(live_run)
     _ack(live_run, message, epoch=15)
     body = operator_client.get(f"/api/reconfigurations/{Reconfiguration.objects.get().pk}").json()
@@ -343,8 +310,7 @@ def test_applied_at_is_when_the_first_epoch_with_the_change_ended(operator_clien
 def test_a_partial_apply_leaves_the_run_as_the_driver_acknowledged(operator_client, live_run):
     """A rollback sends two commands; the driver applies the logic change and refuses the
     rescale: the record fails, and the run's plan, parallelism and target say exactly that."""
-    _post(operator_client, live_run,
-          {"kind": "rescale", "operator": "counts", "parallelism": 5, "reason": "a"})
+    _rescale(operator_client, live_run, "counts", 5, reason="a")
     _ack(live_run, _sent(live_run)[0])
     _post(operator_client, live_run,
           {"kind": "logic", "operator": "views", "params": {"condition": "event_type = 'click'"},
@@ -368,8 +334,7 @@ def test_a_partial_apply_leaves_the_run_as_the_driver_acknowledged(operator_clie
 
 def test_a_rebalance_that_lowers_parallelism_is_what_the_run_records(operator_client, live_run):
     owners = [0] * 8 + [1] * 8
-    _post(operator_client, live_run,
-          {"kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "a"})
+    _rescale(operator_client, live_run, "counts", 3, reason="a")
     _ack(live_run, _sent(live_run)[0])
     response = _post(operator_client, live_run, {"kind": "rebalance", "operator": "counts",
                                                  "assignment": owners, "reason": "b"})
@@ -387,23 +352,19 @@ def test_a_rebalance_that_lowers_parallelism_is_what_the_run_records(operator_cl
     config = json.loads(page.content.decode().split('id="run-config"', 1)[1]
                         .split(">", 1)[1].split("</script>", 1)[0])
     assert config["parallelism"]["counts"] == 2 and config["assignment"]["counts"] == ranges
+
+
 def test_a_sink_cannot_be_rescaled_and_the_answer_says_why(operator_client, live_run):
-    response = _post(
-        operator_client, live_run,
-        {"kind": "rescale", "operator": "out", "parallelism": 2, "request_id": "sink-1",
-         "reason": "more sink instances"},
-    )
+    response = _rescale(operator_client, live_run, "out", 2, reason="more sink instances",
+                        request_id="sink-1")
     assert response.status_code == 400
     assert "'out' cannot change live" in response.json()["error"]
     assert Reconfiguration.objects.count() == 0
 
 
 def test_the_generator_source_rescales_like_any_operator(operator_client, live_run):
-    response = _post(
-        operator_client, live_run,
-        {"kind": "rescale", "operator": "events", "parallelism": 2, "request_id": "src-1",
-         "reason": "the source is the bottleneck"},
-    )
+    response = _rescale(operator_client, live_run, "events", 2,
+                        reason="the source is the bottleneck", request_id="src-1")
     assert response.status_code == 202
     (message,) = _sent(live_run)
     assert message["kind"] == "rescale" and message["operator"] == "events"

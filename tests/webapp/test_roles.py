@@ -99,12 +99,17 @@ def _role_refusal(permission: Permission) -> str:
 CASES = [(e, r) for e in ENDPOINTS for r in ROLES]
 
 
+def _answer(client, endpoint, job, ids, simple_dag):
+    """The answer to ``client`` calling ``endpoint`` on the test's job."""
+    _, method, path, _, body_kind = endpoint
+    return _call(client, method, path.format(**ids), _body(body_kind, job, simple_dag))
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize(("endpoint", "role"), CASES, ids=[f"{e[0]}-{r.value}" for e, r in CASES])
 def test_token_role_rules(endpoint, role, token_client, job, ids, simple_dag):
-    name, method, path, permission, body_kind = endpoint
-    client = token_client(role)
-    response = _call(client, method, path.format(**ids), _body(body_kind, job, simple_dag))
+    name, _, _, permission, _ = endpoint
+    response = _answer(token_client(role), endpoint, job, ids, simple_dag)
     if _allowed(role, permission):
         assert response.status_code in (200, 201, 202), (name, role, response.content)
     else:
@@ -115,9 +120,8 @@ def test_token_role_rules(endpoint, role, token_client, job, ids, simple_dag):
 @pytest.mark.django_db
 @pytest.mark.parametrize(("endpoint", "role"), CASES, ids=[f"{e[0]}-{r.value}" for e, r in CASES])
 def test_session_role_rules(endpoint, role, session_client, job, ids, simple_dag):
-    name, method, path, permission, body_kind = endpoint
-    client = session_client(role)
-    response = _call(client, method, path.format(**ids), _body(body_kind, job, simple_dag))
+    name, _, _, permission, _ = endpoint
+    response = _answer(session_client(role), endpoint, job, ids, simple_dag)
     expected_ok = _allowed(role, permission)
     assert (response.status_code in (200, 201, 202)) == expected_ok, (name, role, response.content)
     if not expected_ok and name.startswith("api"):

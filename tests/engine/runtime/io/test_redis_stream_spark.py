@@ -1,6 +1,6 @@
 """source.redis_stream on the embedded Redis: exact windows equal to a batch read of the
-same entries, the per-epoch cap, rows out, lag as backlog, dead letters, and a rescale
-while reading."""
+same entries, the per-epoch cap, rows out, lag as backlog, dead letters, and rows counted
+while rescaled at random points (a rescale while reading: ``test_broker_rescale_spark``)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pytest
 import redis
 
 from engine.runtime.api import request_reconfiguration, start_run
-from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
+from engine.runtime.driver.metrics import CollectingPublisher
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
 from tests.engine.runtime.broker_jobs import batch_windows, fill_for_run, sink_windows, stream_job
-from tests.engine.runtime.jobs import wait_epoch
+from tests.engine.runtime.brokers import read_in_capped_epochs
 
 pytestmark = pytest.mark.spark
 
@@ -42,43 +42,12 @@ def test_reads_every_entry_once_with_cap_lag_and_dead_letters(spark, tmp_path, b
                     checkpoint=str(tmp_path / "ckpt"), publisher=publisher, spark=spark,
                     trigger_ms=0, stop_after_epoch=last)
     assert run.wait(240) == "stopped", run.failure()
-    epochs = sorted(publisher.epochs, key=lambda e: e["epoch"])
-    consumed = [e["operators"]["events"]["rows_out"] for e in epochs]
-    assert [e["epoch"] for e in epochs] == list(range(last + 1))
-    assert sum(consumed) == total and max(consumed) == cap
-    assert epochs[0]["backlog_rows"] == total - cap
-    assert epochs[-1]["backlog_rows"] == 0
-    letters = [e["broker_sources"]["events"] for e in epochs]
-    assert sum(r["dead_letters"] for r in letters) == 6
-    sample = next(r["dead_letter_sample"] for r in letters if r["dead_letters"])
+    sample = read_in_capped_epochs(publisher.epochs, last=last, total=total, cap=cap,
+                                   dead_letters=6)
     assert "'event_time': 'not a time' is not a timestamp" in sample
     expected = batch_windows(client, [stream])
     assert len(expected) > 100
     assert sink_windows(memory_sink_rows(sink)) == expected
-    clear_memory_sink(sink)
-
-
-def test_rescale_while_reading_two_streams_stays_exact(spark, tmp_path, broker) -> None:  # type: ignore[no-untyped-def]
-    url, client, streams = broker
-    cap = 800  # 400 from each stream per epoch: both streams advance through event time together
-    total, last = fill_for_run(client, streams, 3000, cap)
-    sink = f"redis_{uuid.uuid4().hex[:6]}"
-    publisher, recorder = CollectingPublisher(), CollectingRecorder()
-    memory = {"type": "sink.memory", "params": {"name": sink}}
-    run = start_run(stream_job(url, streams, cap, memory),
-                    checkpoint=str(tmp_path / "ckpt"), publisher=publisher, recorder=recorder,
-                    spark=spark, trigger_ms=0, stop_after_epoch=last)
-    for epoch, parallelism in ((1, 4), (4, 1)):
-        wait_epoch(run, epoch)
-        request = request_reconfiguration(run.channel, kind="rescale", operator="counts",
-                                          parallelism=parallelism)
-        ack = recorder.wait_for(request, timeout_s=60)
-        assert ack is not None and ack.status == "applied", ack
-    assert run.wait(240) == "stopped", run.failure()
-    instances = [e["operators"]["counts"]["instances"] for e in publisher.epochs]
-    assert {1, 2, 4} <= set(instances)
-    assert sum(e["operators"]["events"]["rows_out"] for e in publisher.epochs) == total
-    assert sink_windows(memory_sink_rows(sink)) == batch_windows(client, streams)
     clear_memory_sink(sink)
 
 

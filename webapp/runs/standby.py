@@ -23,6 +23,7 @@ A standby lives in ``var/standby/TOKEN``:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -123,7 +124,19 @@ def _run_folder(run_id: int) -> Path:
 def standby_keep(*, env: dict[str, str], master: str, starting: bool) -> str | None:
     """One pass of the host's standby upkeep: clear the folders of ended standbys, stop free
     ones of another environment, and start one when none is free (unless ``starting``: a run
-    is starting or recovering). What it did, if anything."""
+    is starting or recovering). What it did, if anything. Watch passes may overlap (a slow
+    one and the next): a pass that finds another one keeping the standby leaves it to it, so
+    that two never start a standby each."""
+    _root().mkdir(parents=True, exist_ok=True)
+    with open(_root() / ".lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None
+        return _keep(env, master, starting)
+
+
+def _keep(env: dict[str, str], master: str, starting: bool) -> str | None:
     digest = env_digest(env, master)
     free = []
     for folder in _folders():

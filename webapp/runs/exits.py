@@ -91,9 +91,14 @@ def _signal_name(number: int) -> str:
 
 def _write(path: Path, record: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record))
-    os.replace(tmp, path)
+    write_whole(path, json.dumps(record))
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Replaces ``path`` in one step: a reader never sees half of it."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_text(text)
+    os.replace(partial, path)
 
 
 def _read(path: Path, *, pid: int) -> dict | None:

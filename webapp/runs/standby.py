@@ -37,7 +37,7 @@ import psutil
 from django.conf import settings
 
 from webapp.config import BASE_DIR
-from webapp.runs.exits import EXIT_FILE
+from webapp.runs.exits import EXIT_FILE, write_whole
 from webapp.runs.process import DRIVER_MODULE, STANDBY_ARG, driver_spawn, group_leftovers
 
 STANDBY_DIR = "standby"
@@ -56,13 +56,6 @@ def _read(path: Path) -> str | None:
         return path.read_text().strip()
     except OSError:
         return None
-
-
-def _write(path: Path, text: str) -> None:
-    """Replaces ``path`` in one step: a reader never sees half of it."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(text)
-    os.replace(partial, path)
 
 
 def env_digest(env: dict[str, str], master: str) -> str:
@@ -109,8 +102,8 @@ def standby_take(*, run_id: int, env: dict[str, str], master: str) -> int | None
             (folder / "free").rename(folder / "taken")
         except FileNotFoundError:
             continue  # another launch took it first
-        _write(folder / f"{EXIT_FILE}.to", str(_run_folder(run_id) / EXIT_FILE))
-        _write(folder / "run", str(run_id))
+        write_whole(folder / f"{EXIT_FILE}.to", str(_run_folder(run_id) / EXIT_FILE))
+        write_whole(folder / "run", str(run_id))
         return int(_read(folder / "pid") or 0) or None
     return None
 
@@ -166,11 +159,11 @@ def _spawn(env: dict[str, str], digest: str) -> int:
     token = uuid.uuid4().hex
     folder = _root() / token
     folder.mkdir(parents=True)
-    _write(folder / "env", digest)
+    write_whole(folder / "env", digest)
     (folder / "free").touch()
     pid = driver_spawn(args=[STANDBY_ARG, token], log_path=folder / "driver.log", cwd=BASE_DIR,
                        env={**env, "SPARK_LOCAL_DIRS": str(folder / "spark-local")})
-    _write(folder / "pid", str(pid))
+    write_whole(folder / "pid", str(pid))
     return pid
 
 
@@ -190,7 +183,7 @@ def _clear(folder: Path) -> None:
     if pid is not None and group_leftovers(int(pid), born_before=time.time()):
         return
     if (folder / "free").exists() and pid is not None:
-        _write(_root() / "failed_at", str(time.time()))
+        write_whole(_root() / "failed_at", str(time.time()))
     shutil.rmtree(folder, ignore_errors=True)
 
 

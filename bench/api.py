@@ -2,7 +2,9 @@
 
 Starts the whole product on a private stack (web server, Celery worker and beat, embedded
 Postgres and Redis in a temporary folder); its demo job starts a real run on Spark with a
-Postgres sink. Once the run has epochs, `clients` keep-alive HTTP clients on loopback each send
+Postgres sink. Once the run has epochs and the product is in its steady state (its warm
+standby driver, which starts after a run's start, is up), `clients` keep-alive HTTP clients
+on loopback each send
 GET /api/runs/{id} and GET /api/jobs/{id} in turn, one request at a time, for `seconds`.
 Figures (what a user waits for):
 
@@ -53,6 +55,7 @@ def measure(*, clients: int = 50, seconds: float = 30.0) -> dict[str, Any]:
         _progress(f"run {run_id} of job {job_id}: waiting for its first epochs")
         wait_for(lambda: (api.get(f"/api/runs/{run_id}").get("epoch") or -1) >= 3,
                  timeout=300, what="the first epochs", interval=1.0)
+        standby_s = _standby_up(stack)
         before = api.get(f"/api/runs/{run_id}")
         paths = [f"/api/runs/{run_id}", f"/api/jobs/{job_id}"]
         _progress(f"{clients} clients for {seconds:.0f} s at epoch {before['epoch']}")
@@ -80,6 +83,7 @@ def measure(*, clients: int = 50, seconds: float = 30.0) -> dict[str, Any]:
         "run_keeps_up": run_keeps_up(backlog_growth=growth, **taken),
         "context": {
             "load_average_before": round(load_before, 1),
+            "standby_ready_s": standby_s,
             "load_average_after": round(os.getloadavg()[0], 1),
             "run_epochs": taken["epochs"],
             "web_cores": round(web_s / elapsed, 2),
@@ -94,6 +98,21 @@ def run_keeps_up(*, epochs: int, offered: int, consumed: int, busiest_epoch: int
     """Whether the run kept up during the load (``run_keeps_up`` in the docstring)."""
     return (epochs >= 1 and consumed >= KEPT_UP_SHARE * offered
             and backlog_growth <= busiest_epoch)
+
+
+def _standby_up(stack: PrivateStack) -> float | None:
+    """Seconds waited for the stack's warm standby driver (None when the product keeps none):
+    its start, a JVM and a Spark session, takes both cores for a while after a run starts."""
+    from tests.webapp.driver_kills import standbys_ready
+    from webapp.config import load_config
+
+    config = load_config(stack.env)
+    if not config.warm_standby or config.spark_master.startswith("spark://"):
+        return None
+    since = time.monotonic()
+    wait_for(lambda: standbys_ready(stack), timeout=300, what="the warm standby", interval=0.5)
+    _progress(f"warm standby up after {time.monotonic() - since:.0f} s")
+    return round(time.monotonic() - since, 1)
 
 
 def _demo_run(api: ApiClient) -> tuple[int, int]:

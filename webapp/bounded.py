@@ -60,14 +60,16 @@ def _close_thread_connection() -> None:
 
 class ThreadedDjango(ASGIHandler):
     """Django's ASGI handler with its middleware loaded for synchronous calls: a request's
-    signals, middleware and view run in one call on the request's thread, its answer is
-    sent from the event loop, and it is closed on its thread again.
+    signals, middleware and view run in one call on the request's thread, and its answer is
+    sent from the event loop.
 
     Django's own handler loads the middleware for asynchronous calls: with our synchronous
     middleware around its asynchronous core, a request crosses between its thread and the
     event loop six times (the start signal, into the middleware, out to the core, in to the
     view, back out, the closing), each crossing a wake-up of the other side with the
     interpreter lock changing hands.
+    A response whose content is in memory is closed on that call too (the request's end:
+    Django's handler crosses once more for it after sending); a streamed one after sending.
     A client's disconnect no longer cancels the view: a synchronous view runs to its end
     whatever its caller does.
     """
@@ -87,7 +89,8 @@ class ThreadedDjango(ASGIHandler):
             try:
                 await self.send_response(response, send)
             finally:
-                await sync_to_async(response.close, thread_sensitive=True)()
+                if response.streaming:  # its content is read as it is sent: closed after
+                    await sync_to_async(response.close, thread_sensitive=True)()
         finally:
             body_file.close()
 
@@ -99,6 +102,10 @@ class ThreadedDjango(ASGIHandler):
             return refusal
         response = self.get_response(request)
         response._handler_class = self.__class__  # type: ignore[attr-defined]
+        if not response.streaming:
+            # Its content is in memory: closed here (the request's end, which returns the
+            # thread's connection), one crossing to this thread fewer than after sending.
+            response.close()
         return response
 
 

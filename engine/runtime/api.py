@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -22,7 +23,6 @@ from engine.runtime.control.messages import CommandKind, CommandRequest
 from engine.runtime.driver.job_run import JobRun, RunOptions
 from engine.runtime.driver.kept_state import run_store
 from engine.runtime.spark.session import build_session
-from engine.runtime.stage.vsn_worker import warm_up_partition
 from engine.runtime.state.redis_durability import require_durable
 
 DEFAULT_CONTROL_PREFIX = "streamscale:"
@@ -83,11 +83,39 @@ def start_run(
 
 
 def warm_session(*, master: str) -> SparkSession:
-    """A session for a run to come, started and warmed up: one small job through Arrow
-    starts its scheduler and its Python worker daemon, which the run's epochs reuse."""
+    """A session for a run to come, started and warmed up: a small keyed job's epochs, run
+    through the engine on it, load what a run's first epoch would otherwise load (the
+    scheduler, the JVM's classes and generated code for Arrow and the stages, the Python
+    worker daemon)."""
     session = build_session(master=master, app_name="streamscale-standby")
-    session.range(0, 2, 1, 2).mapInArrow(warm_up_partition, "id long").collect()
+    with tempfile.TemporaryDirectory(prefix="streamscale-warm-up-") as checkpoint:
+        run = start_run(_WARM_UP_JOB, checkpoint=checkpoint, publisher=_Unpublished(),
+                        spark=session, trigger_ms=0, stop_after_epoch=WARM_UP_EPOCHS - 1)
+        run.wait()
     return session
+
+
+WARM_UP_EPOCHS = 3
+_WARM_UP_JOB = {
+    "name": "warm-up", "key_groups": 8,
+    "operators": [
+        {"id": "events", "type": "source.generator",
+         "params": {"rows_per_second": 2000, "keys": 100, "seed": 1}},
+        {"id": "views", "type": "filter", "params": {"condition": "event_type = 'view'"}},
+        {"id": "counts", "type": "window_aggregate", "parallelism": 2, "params": {
+            "key": ["campaign_id"], "time": "event_time", "window": "1 seconds",
+            "watermark": "1 milliseconds", "aggregates": {"views": "count(*)"}}},
+        {"id": "out", "type": "sink.memory", "params": {}}],
+    "edges": [{"from": "events", "to": "views"}, {"from": "views", "to": "counts"},
+              {"from": "counts", "to": "out"}],
+}
+
+
+class _Unpublished:
+    """The warm-up run's metrics go nowhere."""
+
+    def publish_epoch(self, run_id: str, epoch_metrics: dict[str, Any]) -> None:
+        pass
 
 
 def _name_of(document: Mapping[str, Any] | JobGraph) -> str:

@@ -118,8 +118,3 @@ def _report_batch(task: EpochTask, report: InstanceReport) -> pa.RecordBatch:
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=task.output_schema)
 
-
-def warm_up_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body of a warm-up job: a Python worker that runs it has this module's
-    imports done before a run's first epoch needs them."""
-    yield from batches

@@ -79,6 +79,29 @@ def test_the_reconfiguration_body_is_one_model_per_kind(client):
     assert rescale["properties"]["parallelism"]["minimum"] == 1
 
 
+def test_the_schema_says_a_rollback_names_exactly_one_target(client, token_client, live_run):
+    rollback = client.get("/api/schema").json()["components"]["schemas"]["RollbackBody"]
+    targets = [set(choice["required"]) for choice in rollback["oneOf"]]
+    assert targets == [{"to_reconfiguration"}, {"to_version"}]
+    assert rollback["additionalProperties"] is False
+    both = _post(token_client(Role.OPERATOR), f"/api/runs/{live_run.pk}/reconfigurations",
+                 {"kind": "rollback", "to_reconfiguration": 1, "to_version": 1, "reason": "x"})
+    assert both.status_code == 400
+    assert "exactly one of to_reconfiguration or to_version" in both.json()["error"]
+
+
+def test_validate_takes_any_object_and_names_its_problems(client, token_client):
+    body = client.get("/api/schema").json()["paths"]["/api/validate"]["post"]["requestBody"]
+    schema = body["content"]["application/json"]["schema"]
+    assert (schema["type"], schema["additionalProperties"]) == ("object", True)
+    assert "required" not in schema
+    answer = _post(token_client(Role.VIEWER), "/api/validate", {"edges": []})
+    assert answer.status_code == 200
+    assert answer.json()["valid"] is False
+    assert {"where": "document", "message": "'operators' must be a non-empty list"} in (
+        answer.json()["problems"])
+
+
 def test_the_hot_reads_answer_what_their_models_say(token_client, live_run):
     run_epoch_record(run_id=live_run.pk, metrics=epoch_metrics(0, counts_in=10,
                                                                 counts_capacity=100))
@@ -108,6 +131,7 @@ def _post(client, path, body):
     ({"base_version": 1}, "field dag", "is required"),
     ({"dag": {}, "base_version": 1, "comment": "c" * 1001}, "field comment",
      "must be at most 1000 characters"),
+    ({"dag": {}, "base_version": 1, "coment": "typo"}, "field coment", "is not a known field"),
 ])
 def test_a_body_that_fails_its_model_is_a_400_naming_the_field(token_client, job, body, where,
                                                               message):
@@ -178,7 +202,7 @@ def test_the_document_says_which_reconfigurations_need_a_reason(client):
     """A kind that needs a reason says so in the schema (a character other than white space),
     so that bodies generated from the document are taken; the others leave it optional."""
     schemas = client.get("/api/schema").json()["components"]["schemas"]
-    for needed in ("RescaleBody", "ScaleBody", "RollbackBody"):
+    for needed in ("RescaleBody", "ScaleBody", "RollbackBody", "SinkTargetHandOverIn"):
         reason = schemas[needed]["properties"]["reason"]
         assert "reason" in schemas[needed]["required"], needed
         assert (reason["minLength"], reason["pattern"]) == (1, r"\S"), needed

@@ -122,6 +122,7 @@ def test_an_admin_hands_a_target_over_and_the_old_owner_may_no_longer_start(
      "no job owns table 'nobody_owns'"),
     ({"kind": "view", "name": "x", "job": 1, "reason": "r"}, 400, "kind"),
     ({"kind": "table", "name": "x", "job": 1, "reason": ""}, 400, "reason"),
+    ({"kind": "table", "name": "x", "job": 1, "reason": " \r"}, 400, "reason"),
 ])
 def test_a_hand_over_names_what_is_wrong(token_client, body, status, message):
     answer = _post(token_client(Role.ADMIN), "/api/sink-targets/hand-over", body)

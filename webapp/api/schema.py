@@ -30,9 +30,10 @@ OperatorType = Literal[tuple(t["type"] for t in engine_gateway.operator_catalog(
 
 
 class _Body(Schema):
-    """Request bodies: JSON types as sent (no "1" for 1), unknown fields ignored."""
+    """Request bodies: JSON types as sent (no "1" for 1), a field the body does not define
+    refused by name (a misspelt one is not ignored)."""
 
-    model_config = ConfigDict(strict=True, extra="ignore")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
 
 # --- the DAG document (DESIGN: "The job graph (DAG) document: a contract") ---
@@ -88,6 +89,10 @@ def _json_object(value: Any) -> dict[str, Any]:
 Dag = Annotated[dict[str, Any], PlainValidator(_json_object, json_schema_input_type=DagDocument)]
 """A DAG document as sent: checked to be an object here, every other check is the engine's."""
 
+AnyDag = Annotated[dict[str, Any],
+                   PlainValidator(_json_object, json_schema_input_type=dict[str, Any])]
+"""A document to check: any JSON object; the answer names every way it is not a valid DAG."""
+
 
 # --- request bodies ---
 
@@ -110,7 +115,9 @@ class SinkTargetHandOverIn(_Body):
     name: str = Field(min_length=1, max_length=1000,
                       description="the table's plain name, or the folder as the sink names it")
     job: WholeId = Field(description="the job that owns the target from now on")
-    reason: str = Field(min_length=1, max_length=500, description="why: kept in the history")
+    # A reason of white space alone is refused (the service's check), as the pattern says.
+    reason: str = Field(min_length=1, max_length=500, pattern=r"\S",
+                        description="why: kept in the history")
 
 
 class RestartIn(_Body):

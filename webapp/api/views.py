@@ -17,6 +17,7 @@ from webapp.api.auth import requires
 from webapp.api.http import ApiRouter, trigger_of
 from webapp.api.paging import PageQuery, page_of
 from webapp.api.schema import (
+    AnyDag,
     CatalogOut,
     Dag,
     HistoryOut,
@@ -39,6 +40,7 @@ from webapp.jobs import selectors, services
 router = ApiRouter(tags=["jobs"])
 
 DagBody = Annotated[Dag, Body(...)]
+CheckedBody = Annotated[AnyDag, Body(...)]
 Comment = Annotated[str, Query("", description="why: shown in the history (its first 500 "
                                                 "characters)")]
 Archived = Annotated[
@@ -114,7 +116,7 @@ def catalog(request: HttpRequest):
              exclude_unset=True,
              summary="validate a DAG document: every problem, or the plan and columns",
              auth=requires(Permission.READ))
-def validate(request: HttpRequest, dag: DagBody):
+def validate(request: HttpRequest, dag: CheckedBody):
     return services.job_document_check(dag=dag, actor=request.user)
 
 

@@ -68,7 +68,8 @@ RecordId = Annotated[int, Field(ge=1, le=MAX_ID)]
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore")
+    # A field the body does not define is refused by name: a misspelt one is not ignored.
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     request_id: Annotated[
         str | None, Field(min_length=1, max_length=MAX_REQUEST_ID,
@@ -116,6 +117,11 @@ class LogicBody(_Request):
 
 class RollbackBody(_Request):
     """Return to the plan before a reconfiguration, or to a version of the job."""
+
+    # The schema says what _one_target checks: exactly one of the two is a number.
+    model_config = ConfigDict(strict=True, extra="forbid", json_schema_extra={"oneOf": [
+        {"required": [target], "properties": {target: {"type": "integer"}}}
+        for target in ("to_reconfiguration", "to_version")]})
 
     kind: Literal["rollback"]
     to_reconfiguration: RecordId | None = None

@@ -410,7 +410,12 @@ class ReconfigurationOut(Schema):
     plan_diff: dict[str, Any] | None
     acks: list[dict[str, Any]] | None
     before: dict[str, Any] | None
-    after: dict[str, Any] | None
+    after: dict[str, Any] | None = Field(description="throughput and latency over the epochs "
+                                         "after it took effect; outlook: what the load model "
+                                         "measured over them (ETP, capacity, backlog drain)")
+    predicted: dict[str, Any] | None = Field(description="the preview's prediction kept when "
+                                             "it was requested, {now, after}; null: none (it "
+                                             "changed no instances, or nothing was measured)")
 
 
 ReconfigurationListOut = _list_page("ReconfigurationListOut", owner="run",

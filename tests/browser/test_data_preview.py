@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from bench.workload import chain_job, views_filter, window_count
 from tests.browser.conftest import api, run_page_open, screenshot, wait_running
 
 pytestmark = pytest.mark.browser
@@ -16,20 +17,13 @@ ANSWER_TIMEOUT_MS = 90_000
 
 
 def _job(name: str) -> dict:
-    return {
-        "name": name, "key_groups": 16,
-        "operators": [
-            {"id": "events", "type": "source.generator",
-             "params": {"rows_per_second": 200, "keys": 20}},
-            {"id": "views", "type": "filter", "params": {"condition": "event_type = 'view'"}},
-            {"id": "counts", "type": "window_aggregate",
-             "params": {"key": ["campaign_id"], "time": "event_time", "window": "2 seconds",
-                        "watermark": "1 second", "aggregates": {"views": "count(*)"}}},
-            {"id": "out", "type": "sink.memory", "params": {}},
-        ],
-        "edges": [{"from": "events", "to": "views"}, {"from": "views", "to": "counts"},
-                  {"from": "counts", "to": "out"}],
-    }
+    """generator -> views (a filter) -> counts (a window aggregate of 2 s) -> memory sink."""
+    counts = window_count(1, window="2 seconds", watermark="1 second",
+                          aggregates={"views": "count(*)"})
+    source = {"id": "events", "type": "source.generator",
+              "params": {"rows_per_second": 200, "keys": 20}}
+    return chain_job(name, [source, views_filter(), counts,
+                            {"id": "out", "type": "sink.memory", "params": {}}], key_groups=16)
 
 
 def _preview(page, operator: str) -> list[dict[str, str]]:

@@ -71,8 +71,8 @@ class EpochRunner:
         # The epoch is committed: its acks can say when the change took effect.
         self.deliveries.acks([a for a in plan.acks if not answered_later(a)],
                              ended_at_ms=ended * 1000.0)
-        self.samples.serve(samples, epoch, result.rows_out, result.samples, pipeline.release,
-                           ended * 1000.0)
+        self.samples.serve(samples, epoch, {**result.rows_out, **result.sink_rows},
+                           result.samples, pipeline.release, ended * 1000.0)
         # What is read now (the sources' load); the tasks' run times, read back from
         # Spark's status store once its listener has them, are left to the deliveries'
         # thread, off the next epoch's path.

@@ -50,6 +50,9 @@ def test_a_sample_brings_back_rows_each_operator_emitted_in_the_next_epoch(spark
         assert list(counts.sample.columns) == [
             "campaign_id", "window_start", "window_end", "views", "users", "top"]
         assert all(w["views"] >= 1 and "T" in w["window_end"] for w in windows)
+        # A sink's rows are those it wrote.
+        written = _rows_of(_sample(run, recorder, "out", "s-out"))
+        assert written and set(written[0]) == set(windows[0])
 
         ghost = _sample(run, recorder, "ghost", "s-ghost")
         assert ghost.status == "rejected" and ghost.reason == "unknown operator 'ghost'"

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import api, run_page_open
+from tests.browser.conftest import api, run_page_open, screenshot
 from tests.browser.test_reconfiguration_pages import _applied, _wait_epoch
 
 pytestmark = pytest.mark.browser
@@ -49,6 +49,7 @@ def test_history_shows_the_prediction_beside_the_measured_epochs(fed_run, signed
     assert all(re.fullmatch(r"[\d.]+ s|never \(it grows\)", d) for d in drain), drain
     etp = table.locator(f'tr[data-figure="ETP of {bottleneck}"] td').all_inner_texts()
     assert all(re.fullmatch(r"[01]\.\d\d", cell) for cell in etp), etp
+    screenshot(scaled, "history-prediction")
 
     changed = rows.filter(has=page.locator("code:text-is('reconfiguration.logic')"))
     changed.locator("summary").click()

@@ -8,8 +8,8 @@ strings (``to_message`` / ``from_message``)::
     (epoch ms) and, by kind: parallelism (int), assignment (JSON list of owners per key
     group, or "weighted" for a load-weighted assignment), params (JSON object)
 
-A ``sample`` changes nothing: it asks for up to ``SAMPLE_ROWS`` rows the operator emits in
-the next epoch, which its ack carries (``RowSample``).
+A ``sample`` changes nothing: it asks for up to ``SAMPLE_ROWS`` rows the operator emits, from
+the next epoch on, which its ack carries (``RowSample``).
 
 The driver picks it up as a ``Command`` (the request, where it sat on the channel and when it
 was taken) and answers with an ``Ack``, whose JSON (``to_dict`` / ``from_dict``) the epoch

@@ -1,7 +1,7 @@
 """Turns picked-up commands into the next epoch's configuration and acknowledgements.
 
-A sample changes no configuration: its ack names the epoch whose output it is served from
-(the runner adds the rows once that epoch ran).
+A sample changes no configuration: its ack names the epoch from which on it is served (the
+runner adds the rows once an epoch emitted some: ``engine.runtime.driver.samples``).
 
 An ack's ``state_bytes_copied`` is what the state store reports it copied between owners to
 install the new owners (``StateStore.hand_over``).

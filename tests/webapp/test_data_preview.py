@@ -140,7 +140,7 @@ def test_the_run_page_asks_and_shows_the_answer_in_its_drill_down(session_client
 @pytest.mark.parametrize("role", ["viewer", "editor"])
 def test_roles_below_operator_are_neither_offered_nor_answered_a_preview(session_client, role,
                                                                          live_run):
-    from webapp.runs.models import OperatorSample
+    from webapp.samples.models import OperatorSample
 
     page = session_client(role)
     assert "Preview data" not in page.get(f"/runs/{live_run.pk}/").content.decode()

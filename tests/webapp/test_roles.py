@@ -74,7 +74,7 @@ def ids(job, live_run):
     """The ids the endpoint paths name: a job without a run, a live run, a reconfiguration
     and a data preview."""
     from webapp.jobs.models import Reconfiguration
-    from webapp.runs.models import OperatorSample
+    from webapp.samples.models import OperatorSample
 
     reconfiguration = Reconfiguration.objects.create(
         run=live_run, request_id="seed", kind="rescale", reason="seed", commands=[])

@@ -39,8 +39,8 @@ from webapp.reconfigurations.services import reconfiguration_preview, reconfigur
 from webapp.runs import selectors
 from webapp.runs.restarts import restart_policy_of
 from webapp.runs.resumes import run_resume, run_state_discard
-from webapp.runs.samples import operator_sample_get, operator_sample_request, sample_as_json
 from webapp.runs.services import run_start, run_stop
+from webapp.samples.services import operator_sample_get, operator_sample_request, sample_as_json
 
 router = ApiRouter(tags=["runs"])
 

@@ -1,5 +1,5 @@
 """The run page's operator drill-down: one operator's figures over time, as JSON for its
-charts (see webapp/runs/drill.py), and a preview of the rows it emits (webapp/runs/samples.py)."""
+charts (see webapp/runs/drill.py), and a preview of the rows it emits (webapp/samples/services.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from webapp.accounts.roles import Permission
 from webapp.errors import NotFound, ServiceError
 from webapp.pages.lookups import int_or_none, run_or_404
 from webapp.runs.drill import operator_series
-from webapp.runs.samples import operator_sample_get, operator_sample_request, sample_as_json
+from webapp.samples.services import operator_sample_get, operator_sample_request, sample_as_json
 
 
 @page_requires(Permission.READ)

@@ -55,7 +55,7 @@ class RunHost:
 
     def acknowledge(self, run_id: str, ack: Ack) -> None:
         from webapp.reconfigurations.services import reconfiguration_acknowledge
-        from webapp.runs.samples import operator_sample_record
+        from webapp.samples.services import operator_sample_record
 
         with _fresh_connection_after_failure():
             if ack.kind == "sample":

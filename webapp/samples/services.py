@@ -18,8 +18,8 @@ from webapp import engine_gateway
 from webapp.dependencies import REDIS_DOWN, redis_down
 from webapp.errors import Conflict, NotFound, ServiceError
 from webapp.jobs.models import RunStatus
-from webapp.runs.models import OperatorSample, SampleStatus
 from webapp.runs.selectors import run_get
+from webapp.samples.models import OperatorSample, SampleStatus
 
 # A driver is there, or will be, to read the channel: a request waits there for it.
 SAMPLEABLE = (RunStatus.STARTING, RunStatus.RUNNING, RunStatus.RECOVERING)

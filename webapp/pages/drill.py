@@ -1,5 +1,6 @@
 """The run page's operator drill-down: one operator's figures over time, as JSON for its
-charts (see webapp/runs/drill.py), and a preview of the rows it emits (webapp/samples/services.py)."""
+charts (see webapp/runs/drill.py), and a preview of the rows it emits
+(webapp/samples/services.py)."""
 
 from __future__ import annotations
 

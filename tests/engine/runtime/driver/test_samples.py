@@ -29,7 +29,7 @@ def _rows_of(ack: Ack) -> list[dict]:
     return [dict(zip(ack.sample.columns, row, strict=True)) for row in ack.sample.rows]
 
 
-def test_a_sample_brings_back_rows_each_operator_emitted_in_the_next_epoch(spark, tmp_path):
+def test_a_sample_brings_back_rows_each_operator_emitted_after_the_request(spark, tmp_path):
     job = window_job({"type": "sink.memory", "params": {}})
     run, _, recorder = start_collected_run(spark, tmp_path, job, last_epoch=40)
     try:

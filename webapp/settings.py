@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "webapp.audit",
     "webapp.live",
     "webapp.runs",
+    "webapp.samples",
     "webapp.reconfigurations",
     "webapp.autoscaling",
     "webapp.pages",

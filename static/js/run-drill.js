@@ -116,6 +116,11 @@ export function setupDrill(graph) {
     link.hidden = !["window_aggregate", "join", "dedupe"].includes(type);
     field("note").textContent = "Loading…";
     section.querySelector(".drill-instances tbody").replaceChildren();
+    // The data preview asks for the operator shown; one of another operator goes.
+    if (field("sample-operator")) {
+      field("sample-operator").value = id;
+      $("drill-sample").replaceChildren();
+    }
     section.hidden = false;
     section.dataset.operator = id;
     $("drill-title").focus();

@@ -31,6 +31,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 PASSWORD = "pw-browser-123"
 ROLES = ("viewer", "editor", "operator", "admin")
 START_TIMEOUT_S = 150
+FIRST_EPOCH_TIMEOUT_MS = 180_000  # Spark's start on a busy 2-core machine
 
 
 @dataclass
@@ -211,6 +212,21 @@ def signed_in(stack, browser) -> Iterator[Callable]:
 def wait_live(page) -> None:
     """Until the page's websocket is connected (its state label says "live")."""
     page.wait_for_function("document.querySelector('#live-state').textContent === 'live'")
+
+
+def wait_running(page, stack: Stack, run_id: int) -> None:
+    """Until the page shows the run running; on a timeout, fail with the driver's log."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function("document.querySelector('#run-status').textContent === 'running'",
+                               timeout=FIRST_EPOCH_TIMEOUT_MS)
+    except PlaywrightTimeout:
+        log = stack.var_dir / "runs" / str(run_id) / "driver.log"
+        tail = log.read_text()[-3000:] if log.exists() else "(no driver log)"
+        status = page.inner_text("#run-status")
+        pytest.fail(f"run {run_id} is {status!r}, not running, after "
+                    f"{FIRST_EPOCH_TIMEOUT_MS // 1000} s; end of {log}:\n{tail}")
 
 
 def htmx_settled(page) -> None:

@@ -9,11 +9,10 @@ import time
 
 import pytest
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import FIRST_EPOCH_TIMEOUT_MS, screenshot, wait_running
 
 pytestmark = pytest.mark.browser
 
-FIRST_EPOCH_TIMEOUT_MS = 180_000  # Spark's start on a busy 2-core machine
 APPLY_TIMEOUT_MS = 90_000
 
 
@@ -56,21 +55,6 @@ def reject_invalid_edge(page) -> None:
     _wait_valid(page)
 
 
-def _wait_running(page, stack, run_id: int) -> None:
-    """Until the page shows the run running; on a timeout, fail with the driver's log."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    try:
-        page.wait_for_function("document.querySelector('#run-status').textContent === 'running'",
-                               timeout=FIRST_EPOCH_TIMEOUT_MS)
-    except PlaywrightTimeout:
-        log = stack.var_dir / "runs" / str(run_id) / "driver.log"
-        tail = log.read_text()[-3000:] if log.exists() else "(no driver log)"
-        status = page.inner_text("#run-status")
-        pytest.fail(f"run {run_id} is {status!r}, not running, after "
-                    f"{FIRST_EPOCH_TIMEOUT_MS // 1000} s; end of {log}:\n{tail}")
-
-
 def _instances(page) -> str:
     return page.inner_text('[data-operator="window_aggregate"] .instances')
 
@@ -99,7 +83,7 @@ def test_build_start_watch_scale_roll_back_and_review(stack, signed_in):
     run_id = int(page.url.rstrip("/").split("/")[-1])
     page.evaluate("window.__samePage = true")
     try:
-        _wait_running(page, stack, run_id)
+        wait_running(page, stack, run_id)
         page.wait_for_function("/^\\d+$/.test(document.querySelector('#kpi-epoch').textContent)",
                                timeout=FIRST_EPOCH_TIMEOUT_MS)
         first = int(page.inner_text("#kpi-epoch"))

@@ -38,6 +38,8 @@ ENDPOINTS = [
      None),
     ("api metrics", "get", "/api/runs/{run}/metrics?since_epoch=0", Permission.READ, None),
     ("api autoscale", "post", "/api/runs/{run}/autoscale", Permission.OPERATE_RUNS, "autoscale"),
+    ("api data preview", "post", "/api/runs/{run}/samples", Permission.OPERATE_RUNS, "sample"),
+    ("api data preview answer", "get", "/api/samples/{sample}", Permission.OPERATE_RUNS, None),
     ("api sink targets", "get", "/api/sink-targets", Permission.READ, None),
     ("api sink target hand-over", "post", "/api/sink-targets/hand-over", Permission.MANAGE_USERS,
      "hand_over"),
@@ -55,6 +57,8 @@ def _body(kind, job, simple_dag):
         return {}
     if kind == "rescale":
         return {"kind": "rescale", "operator": "counts", "parallelism": 3, "reason": "roles"}
+    if kind == "sample":
+        return {"operator": "counts"}
     if kind == "autoscale":
         return {"mode": "recommend"}
     if kind == "hand_over":  # a target the job owns, handed to itself
@@ -67,12 +71,17 @@ def _body(kind, job, simple_dag):
 
 @pytest.fixture
 def ids(job, live_run):
-    """The ids the endpoint paths name: a job without a run, a live run, a reconfiguration."""
+    """The ids the endpoint paths name: a job without a run, a live run, a reconfiguration
+    and a data preview."""
     from webapp.jobs.models import Reconfiguration
+    from webapp.samples.models import OperatorSample
 
     reconfiguration = Reconfiguration.objects.create(
         run=live_run, request_id="seed", kind="rescale", reason="seed", commands=[])
-    return {"job": job.pk, "run": live_run.pk, "reconfiguration": reconfiguration.pk}
+    sample = OperatorSample.objects.create(run=live_run, operator_id="counts",
+                                           request_id="seed-sample")
+    return {"job": job.pk, "run": live_run.pk, "reconfiguration": reconfiguration.pk,
+            "sample": sample.pk}
 
 
 def _call(client: Client, method: str, path: str, body):

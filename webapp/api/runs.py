@@ -29,6 +29,8 @@ from webapp.api.schema import (
     RunStartIn,
     RunStateOut,
     RunStopIn,
+    SampleIn,
+    SampleOut,
     answers,
 )
 from webapp.autoscaling.services import autoscale_configure
@@ -38,6 +40,7 @@ from webapp.runs import selectors
 from webapp.runs.restarts import restart_policy_of
 from webapp.runs.resumes import run_resume, run_state_discard
 from webapp.runs.services import run_start, run_stop
+from webapp.samples.services import operator_sample_get, operator_sample_request, sample_as_json
 
 router = ApiRouter(tags=["runs"])
 
@@ -140,6 +143,22 @@ def reconfiguration_preview_view(request: HttpRequest, id: PathId, body: Reconfi
 def reconfiguration_detail(request: HttpRequest, id: PathId):
     found = selectors.reconfiguration_get(reconfiguration_id=id)
     return selectors.reconfiguration_as_json(found)
+
+
+@router.post("/runs/{id:id}/samples", response=answers(202, SampleOut, 400, 404, 409, 413, 503),
+             summary="ask the run's driver for up to 20 rows {operator} emits in its next "
+                     "epoch that has any; poll GET /api/samples/{id} for them",
+             auth=requires(Permission.OPERATE_RUNS))
+def sample_request(request: HttpRequest, id: PathId, body: SampleIn):
+    sample = operator_sample_request(run_id=id, operator=body.operator, actor=request.user)
+    return Status(202, sample_as_json(sample))
+
+
+@router.get("/samples/{id:id}", response=answers(200, SampleOut, 404),
+            summary="a data preview: waiting, or the rows with their columns",
+            auth=requires(Permission.OPERATE_RUNS))
+def sample_detail(request: HttpRequest, id: PathId):
+    return sample_as_json(operator_sample_get(sample_id=id))
 
 
 @router.get("/runs/{id:id}/metrics", response=answers(200, MetricsOut, 400, 404),

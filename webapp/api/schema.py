@@ -150,6 +150,11 @@ class RunStopIn(_Body):
     reason: str = Field("", max_length=MAX_STRING)
 
 
+class SampleIn(_Body):
+    operator: str = Field(min_length=1, max_length=100, description="the operator whose rows "
+                          "to show")
+
+
 class AutoscaleIn(_Body):
     mode: Literal[tuple(AutoscaleMode.values)]  # type: ignore[valid-type]
     min: int | None = Field(None, ge=1, le=MAX_INSTANCES)
@@ -412,7 +417,12 @@ class ReconfigurationOut(Schema):
     plan_diff: dict[str, Any] | None
     acks: list[dict[str, Any]] | None
     before: dict[str, Any] | None
-    after: dict[str, Any] | None
+    after: dict[str, Any] | None = Field(description="throughput and latency over the epochs "
+                                         "after it took effect; outlook: what the load model "
+                                         "measured over them (ETP, capacity, backlog drain)")
+    predicted: dict[str, Any] | None = Field(description="the preview's prediction kept when "
+                                             "it was requested, {now, after}; null: none (it "
+                                             "changed no instances, or nothing was measured)")
 
 
 ReconfigurationListOut = _list_page("ReconfigurationListOut", owner="run",
@@ -426,6 +436,20 @@ class PreviewOut(Schema):
     parallelism_before: dict[str, int]
     parallelism_after: dict[str, int]
     predicted: dict[str, Any]
+
+
+class SampleOut(Schema):
+    id: int
+    run: int
+    operator: str
+    status: Literal["waiting", "served", "failed"] = Field(
+        description="waiting: for the next epoch in which the operator emits rows")
+    message: str = Field(description="what the answer is, in words")
+    epoch: int | None = Field(description="the epoch whose rows these are")
+    columns: list[str]
+    rows: list[list[Any]] = Field(description="at most 20, each in the order of columns")
+    requested_at: Timestamp
+    served_at: Timestamp | None
 
 
 class AutoscaleOut(Schema):

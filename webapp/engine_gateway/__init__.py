@@ -54,6 +54,7 @@ from webapp.engine_gateway.rates import (
 from webapp.engine_gateway.runs import (
     CONTROL_PREFIX,
     Ack,
+    control_sample,
     control_send,
     control_stop,
     driver_session,
@@ -72,6 +73,7 @@ __all__ = [
     "ParserUnavailable",
     "SinkTarget",
     "commands_between",
+    "control_sample",
     "control_send",
     "control_stop",
     "driver_session",

@@ -19,8 +19,8 @@ from engine.api import (
     kept_state,
 )
 
-__all__ = ["CONTROL_PREFIX", "Ack", "control_send", "control_stop", "driver_session", "run_driver",
-           "state_discard", "state_kept"]
+__all__ = ["CONTROL_PREFIX", "Ack", "control_sample", "control_send", "control_stop",
+           "driver_session", "run_driver", "state_discard", "state_kept"]
 
 CONTROL_PREFIX = "streamscale:"
 
@@ -40,6 +40,14 @@ def control_stop(*, run_id: int) -> None:
     stop = CommandRequest(kind="stop", operator=None, request_id=f"stop-{run_id}",
                           requested_at_ms=time.time() * 1000.0)
     _channel(run_id).send(stop.to_message())
+
+
+def control_sample(*, run_id: int, operator: str, request_id: str) -> None:
+    """Ask the run's driver for rows ``operator`` emits from its next epoch on; the answer
+    comes back as the ack of ``request_id``."""
+    sample = CommandRequest(kind="sample", operator=operator, request_id=request_id,
+                            requested_at_ms=time.time() * 1000.0)
+    _channel(run_id).send(sample.to_message())
 
 
 def _channel(run_id: int):

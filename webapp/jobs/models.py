@@ -160,6 +160,9 @@ class Reconfiguration(models.Model):
     state_bytes_moved = models.BigIntegerField(null=True, blank=True)
     before = models.JSONField(default=dict)
     after = models.JSONField(default=dict)
+    # What the preview predicted when the change was requested, {"now", "after"} (see
+    # webapp.reconfigurations.figures); {} when it predicted nothing.
+    predicted = models.JSONField(default=dict)
     # The control-channel commands this change was delivered as, and their acknowledgements.
     commands = models.JSONField(default=list)
     acks = models.JSONField(default=list)

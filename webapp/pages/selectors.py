@@ -184,8 +184,9 @@ SETTLED = ("reconfiguration.applied", "reconfiguration.rejected", "reconfigurati
 
 def history_entries(*, filters: AuditFilter, limit: int = HISTORY_PAGE, offset: int = 0) -> list:
     """Audit entries newest first, each with `current_outcome` (a reconfiguration's status as it
-    is now; for a run's start, the run's status now; else the entry's outcome) and
-    `reconfiguration` (the record, or None); the outcome filter matches the current outcome.
+    is now; for a run's start, the run's status now; else the entry's outcome),
+    `reconfiguration` (the record, or None) and `prediction` (its predicted against measured
+    figures); the outcome filter matches the current outcome.
     A change appears once: the entry of its request, with how it ended."""
     status = Reconfiguration.objects.filter(pk=OuterRef("reconfiguration_id_ref")).values("status")
     run_status = Run.objects.filter(pk=OuterRef("run_id_ref")).values("status")
@@ -201,7 +202,9 @@ def history_entries(*, filters: AuditFilter, limit: int = HISTORY_PAGE, offset: 
     records = reconfigurations_by_id({e.reconfiguration_id_ref for e in found
                                       if e.reconfiguration_id_ref is not None})
     for entry in found:
-        entry.reconfiguration = records.get(entry.reconfiguration_id_ref)
+        entry.reconfiguration = record = records.get(entry.reconfiguration_id_ref)
+        entry.prediction = [] if record is None else figures.prediction_rows(
+            predicted=record.predicted, after=record.after, operators=record.operators)
     return found
 
 

@@ -24,6 +24,8 @@ run_pages = [
     path("operators/<str:operator_id>/instances/", runs.run_instances, name="run-instances"),
     path("operators/<str:operator_id>/series.json", drill.run_operator_series,
          name="run-operator-series"),
+    path("sample", drill.run_sample_request, name="run-sample"),
+    path("samples/<int:sample_id>", drill.run_sample, name="run-sample-answer"),
     path("stop", runs.stop, name="run-stop"),
     path("resume", runs.resume, name="run-resume"),
     path("state/discard", runs.state_discard, name="run-state-discard"),

@@ -16,7 +16,12 @@ def recent_loads(*, run: Run, epochs: int = WINDOW_EPOCHS) -> list[dict[str, Any
     """The stored load of the run's last epochs, oldest first, if each has what the load
     model reads (its interval, its operators as the plan has them); [] otherwise."""
     loads = list(run.epochs.order_by("-epoch").values_list("load", flat=True)[:epochs])[::-1]
-    operators = {o["id"] for o in run.target_dag.get("operators", [])}
+    return _modelled(loads, run.target_dag)
+
+
+def _modelled(loads: list[dict[str, Any]], document: dict[str, Any]) -> list[dict[str, Any]]:
+    """``loads`` if each has what the load model reads of ``document``'s run; else []."""
+    operators = {o["id"] for o in document.get("operators", [])}
     usable = [load for load in loads if load and load.get("interval_ms")
               and set(load.get("operators") or {}) == operators]
     return usable if usable and len(usable) == len(loads) else []
@@ -68,10 +73,21 @@ def window_before(*, run_id: int) -> dict[str, Any]:
     return _summary(RunEpoch.objects.filter(run_id=run_id, epoch__in=last))
 
 
-def window_after(*, run_id: int, applied_epoch: int) -> dict[str, Any]:
-    """Throughput and latency over the epochs after the change took effect."""
-    return _summary(RunEpoch.objects.filter(
-        run_id=run_id, epoch__gt=applied_epoch, epoch__lte=applied_epoch + WINDOW_EPOCHS))
+def window_after(*, run_id: int, applied_epoch: int,
+                 document: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Throughput and latency over the epochs after the change took effect, and as
+    ``outlook`` what the load model measures over them with plan ``document`` (congestion,
+    ETP, capacity, backlog drain: the terms of the preview's prediction)."""
+    epochs = RunEpoch.objects.filter(
+        run_id=run_id, epoch__gt=applied_epoch, epoch__lte=applied_epoch + WINDOW_EPOCHS)
+    summary = _summary(epochs)
+    loads = _modelled(list(epochs.order_by("epoch").values_list("load", flat=True)),
+                      document or {})
+    if summary and loads:
+        from webapp import engine_gateway
+
+        summary["outlook"] = engine_gateway.load_outlook(document, document, loads)["now"]
+    return summary
 
 
 def _summary(epochs) -> dict[str, Any]:
@@ -96,6 +112,51 @@ def _round(value):
 def _sources(document: dict[str, Any]) -> set[str]:
     targets = {e["to"] for e in document.get("edges", [])}
     return {o["id"] for o in document.get("operators", []) if o["id"] not in targets}
+
+
+def predicted_of_instances(*, run: Run, before: dict[str, Any],
+                           after: dict[str, Any]) -> dict[str, Any]:
+    """The preview's prediction, kept with a change when it is requested: only for one that
+    changes instances, the one thing the model predicts from (a rebalance's or a logic
+    change's effect is not projected; {})."""
+    from webapp import engine_gateway
+
+    if engine_gateway.dag_parallelism(before) == engine_gateway.dag_parallelism(after):
+        return {}
+    return predicted_effect(run=run, before=before, after=after)
+
+
+def prediction_rows(*, predicted: dict[str, Any], after: dict[str, Any],
+                    operators: list[str]) -> list[dict[str, Any]]:
+    """What a change's prediction said against what the epochs after it measured, a row per
+    figure: ``unit`` rate (rows/s), drain (seconds; None: it grows), etp or text, and
+    whether it was measured yet (``measured_known``). [] without a prediction."""
+    said, seen = predicted.get("after") or {}, after.get("outlook") or {}
+    if not said:
+        return []
+    # Measured: the throughput once the epochs after it are summed, the rest once the load
+    # model could read them.
+    rows = [
+        ("throughput", "rate", _throughput(said), after.get("throughput_rows_per_s")),
+        ("capacity", "rate", said.get("capacity_rate"), seen.get("capacity_rate")),
+        ("backlog drained in", "drain", said.get("drain_s"), seen.get("drain_s")),
+        ("bottleneck", "text", said.get("bottleneck") or "none",
+         (seen.get("bottleneck") or "none") if seen else None),
+        *[(f"ETP of {op}", "etp", (said.get("etp") or {}).get(op),
+           (seen.get("etp") or {}).get(op)) for op in operators],
+    ]
+    return [{"figure": figure, "unit": unit, "predicted": p, "measured": m,
+             "measured_known": bool(after) if figure == "throughput" else bool(seen)}
+            for figure, unit, p, m in rows]
+
+
+def _throughput(outlook: dict[str, Any]) -> float | None:
+    """The rows per second the model predicts processed: the offered rate, or the run's
+    capacity where that is less."""
+    offered, capacity = outlook.get("offered_rate"), outlook.get("capacity_rate")
+    if offered is None or capacity is None:
+        return offered
+    return min(offered, capacity)
 
 
 def predicted_effect(*, run: Run, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

@@ -251,8 +251,13 @@ def _deliver(reconfiguration_id: int, run_id: int, commands: list[dict[str, str]
     Reconfiguration.objects.filter(
         pk=reconfiguration_id, status=ReconfigurationStatus.REQUESTED
     ).update(status=ReconfigurationStatus.PENDING)
+    # The figures a change is judged by later: those measured before it and the preview's
+    # prediction, made now rather than in the request's transaction, which they would lengthen.
+    record = Reconfiguration.objects.select_related("run").get(pk=reconfiguration_id)
     Reconfiguration.objects.filter(pk=reconfiguration_id).update(
-        before=figures.window_before(run_id=run_id))
+        before=figures.window_before(run_id=run_id),
+        predicted=figures.predicted_of_instances(run=record.run, before=record.plan_before,
+                                                 after=record.plan_after))
 
 
 def reconfiguration_acknowledge(
@@ -404,7 +409,8 @@ def reconfigurations_finish_due(*, run_id: int, epoch: int) -> int:
     )
     for reconfiguration in due:
         reconfiguration.after = figures.window_after(
-            run_id=run_id, applied_epoch=reconfiguration.applied_epoch)
+            run_id=run_id, applied_epoch=reconfiguration.applied_epoch,
+            document=reconfiguration.plan_after)
         reconfiguration.finished_at = timezone.now()
         reconfiguration.save(update_fields=["after", "finished_at"])
     return len(due)

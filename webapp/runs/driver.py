@@ -3,9 +3,9 @@ that a run takes over, `python -m webapp.runs.driver standby TOKEN`).
 
 It hosts the engine's Spark runtime and implements the ports the engine needs: every epoch's
 metrics go to Postgres and to the run's websocket subscribers, every acknowledgement completes
-its reconfiguration record, and status changes are kept true in the run's row. It is started by
-the supervision task in a process of its own (a SparkSession must not live in a forked worker)
-and restarted from its checkpoint if it dies.
+its reconfiguration record (or answers a data preview), and status changes are kept true in
+the run's row. It is started by the supervision task in a process of its own (a SparkSession
+must not live in a forked worker) and restarted from its checkpoint if it dies.
 """
 
 from __future__ import annotations
@@ -55,9 +55,13 @@ class RunHost:
 
     def acknowledge(self, run_id: str, ack: Ack) -> None:
         from webapp.reconfigurations.services import reconfiguration_acknowledge
+        from webapp.samples.services import operator_sample_record
 
         with _fresh_connection_after_failure():
-            reconfiguration_acknowledge(run_id=self.run_id, ack=ack)
+            if ack.kind == "sample":
+                operator_sample_record(run_id=self.run_id, ack=ack)
+            else:
+                reconfiguration_acknowledge(run_id=self.run_id, ack=ack)
 
     def run_status(self, run_id: str, status: str, detail: str | None = None) -> None:
         from webapp.runs.services import run_status_set

@@ -226,6 +226,7 @@ def reconfiguration_as_json(r: Reconfiguration) -> dict[str, Any]:
         "acks": r.acks,
         "before": r.before,
         "after": r.after,
+        "predicted": r.predicted or None,
     }
 
 

@@ -4,9 +4,12 @@ A ``CommandRequest`` states the configuration an operator should run at (its par
 key groups' owners, or its params); it travels as a Redis stream entry, a flat mapping of
 strings (``to_message`` / ``from_message``)::
 
-    request_id, kind (rescale | rebalance | logic | stop), operator, requested_at (epoch ms)
-    and, by kind: parallelism (int), assignment (JSON list of owners per key group, or
-    "weighted" for a load-weighted assignment), params (JSON object)
+    request_id, kind (rescale | rebalance | logic | sample | stop), operator, requested_at
+    (epoch ms) and, by kind: parallelism (int), assignment (JSON list of owners per key
+    group, or "weighted" for a load-weighted assignment), params (JSON object)
+
+A ``sample`` changes nothing: it asks for up to ``SAMPLE_ROWS`` rows the operator emits, from
+the next epoch on, which its ack carries (``RowSample``).
 
 The driver picks it up as a ``Command`` (the request, where it sat on the channel and when it
 was taken) and answers with an ``Ack``, whose JSON (``to_dict`` / ``from_dict``) the epoch
@@ -22,7 +25,7 @@ from typing import Any, Literal, cast, get_args
 
 from engine.runtime.errors import CommandRejected
 
-CommandKind = Literal["rescale", "rebalance", "logic", "stop"]
+CommandKind = Literal["rescale", "rebalance", "logic", "sample", "stop"]
 KINDS: tuple[CommandKind, ...] = get_args(CommandKind)
 WORKLOAD_KINDS = frozenset({"rescale", "rebalance"})
 """Commands that change only who owns which key groups."""
@@ -31,6 +34,9 @@ Assignment = tuple[int, ...] | Literal["weighted"]
 """An owner per key group, or "weighted": owners the driver chooses by observed load."""
 
 AckStatus = Literal["applied", "rejected"]
+
+SAMPLE_ROWS = 20
+"""The most rows a sample keeps of an operator's output."""
 
 WireFields = Mapping[str, str] | Mapping[bytes, bytes]
 """A stream entry as a client reads it (decoded or not)."""
@@ -125,12 +131,31 @@ class Command(CommandRequest):
         return max(0.0, self.picked_up_at_ms - self.requested_at_ms)
 
 
+@dataclass(frozen=True)
+class RowSample:
+    """Rows an operator emitted in one epoch, at most ``SAMPLE_ROWS``: its column names and
+    each row's values as JSON takes them (times as ISO text, other types as their text)."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {"columns": list(self.columns), "rows": [list(row) for row in self.rows]}
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> RowSample:
+        """Inverse of ``to_dict``."""
+        return cls(tuple(doc.get("columns") or ()), tuple(tuple(r) for r in doc.get("rows") or ()))
+
+
 @dataclass(frozen=True, kw_only=True)
 class Ack:
     """What became of a command: ``applied`` in ``applied_epoch`` or ``rejected`` for
     ``reason``; the operator's configuration ``before`` and ``after``; the state bytes the
-    store copied to install new owners; and, for an applied one, when the first epoch run
-    with it ended (``epoch_ended_at_ms``, stamped once it ended)."""
+    store copied to install new owners; for an applied one, when the first epoch run
+    with it ended (``epoch_ended_at_ms``, stamped once it ended); and a served sample's
+    rows (``sample``)."""
 
     request_id: str
     kind: str | None
@@ -145,6 +170,7 @@ class Ack:
     before: Mapping[str, Any] = field(default_factory=dict, hash=False)
     after: Mapping[str, Any] = field(default_factory=dict, hash=False)
     epoch_ended_at_ms: float | None = None
+    sample: RowSample | None = None
 
     @classmethod
     def of(
@@ -188,6 +214,7 @@ class Ack:
         """The JSON form (the epoch log, the host's record)."""
         doc = {f.name: getattr(self, f.name) for f in fields(self)}
         doc["before"], doc["after"] = dict(self.before), dict(self.after)
+        doc["sample"] = None if self.sample is None else self.sample.to_dict()
         return doc
 
     @classmethod
@@ -197,6 +224,8 @@ class Ack:
         known = {k: v for k, v in doc.items() if k in names}
         known["before"], known["after"] = dict(doc.get("before") or {}), dict(
             doc.get("after") or {})
+        if known.get("sample") is not None:
+            known["sample"] = RowSample.from_dict(known["sample"])
         return cls(**known)
 
 

@@ -1,5 +1,8 @@
 """Turns picked-up commands into the next epoch's configuration and acknowledgements.
 
+A sample changes no configuration: its ack names the epoch from which on it is served (the
+runner adds the rows once an epoch emitted some: ``engine.runtime.driver.samples``).
+
 An ack's ``state_bytes_copied`` is what the state store reports it copied between owners to
 install the new owners (``StateStore.hand_over``).
 """
@@ -42,6 +45,11 @@ def apply_commands(
         if command.kind == "stop":
             stop = True
             acks.append(stop_ack(command, config, epoch))
+            continue
+        if command.kind == "sample":
+            reason = None if command.operator in config else (
+                f"unknown operator {command.operator!r}")
+            acks.append(Ack.of(command, epoch=epoch, before=before, after=before, reason=reason))
             continue
         try:
             after = apply_command(graph, config, command, loads, check_logic)

@@ -1,6 +1,7 @@
 """One epoch's work, once its plan is fixed: the pipeline over the batch, the outcome in
 the epoch log, then the metrics and the acks, which leave off the epoch's path. A command
-picked up while an epoch runs applies to the next one."""
+picked up while an epoch runs applies to the next one; a sample is served from the epoch's
+output after it (``samples``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from engine.runtime.control.outbox import RunDeliveries
 from engine.runtime.control.run_config import RunConfig
 from engine.runtime.driver.metrics import epoch_metrics, stage_max_event_us
 from engine.runtime.driver.planning import EpochPlanner
+from engine.runtime.driver.samples import EpochSamples, answered_later
 from engine.runtime.driver.source_readings import SourceReadings
 from engine.runtime.io.broker.lag import broker_lags, broker_report
 from engine.runtime.io.sinks import Sink, build_sink
@@ -46,6 +48,7 @@ class EpochRunner:
         }
         self.clock = EpochJobs(planner.spark, f"streamscale-{planner.run_id}")
         self.readings = SourceReadings(planner.meters)
+        self.samples = EpochSamples(deliveries.acks)
         self._last_start: float | None = None
         self._ran = 0  # epochs this driver process ran: its first ones carry start-up cost
 
@@ -59,12 +62,17 @@ class EpochRunner:
         interval_ms = (started - self._last_start) * 1000.0 if self._last_start else None
         self._last_start = started
         self.clock.begin(epoch)
-        result = self._pipeline(batch, plan)
+        samples = self.samples.due(plan.acks)
+        pipeline = self._pipeline(plan, frozenset(a.operator for a in samples if a.operator))
+        result = pipeline.run(batch)
         self.planner.log.write_outcome(epoch, epoch_outcome(result, self.graph.key_groups))
         ended = time.time()
         batch_ms = (ended - started) * 1000.0
         # The epoch is committed: its acks can say when the change took effect.
-        self.deliveries.acks(plan.acks, ended_at_ms=ended * 1000.0)
+        self.deliveries.acks([a for a in plan.acks if not answered_later(a)],
+                             ended_at_ms=ended * 1000.0)
+        self.samples.serve(samples, epoch, {**result.rows_out, **result.sink_rows},
+                           result.samples, pipeline.release, ended * 1000.0)
         # What is read now (the sources' load); the tasks' run times, read back from
         # Spark's status store once its listener has them, are left to the deliveries'
         # thread, off the next epoch's path.
@@ -76,18 +84,17 @@ class EpochRunner:
         self._ran += 1
         return EpochDone(plan.config, plan.stop)
 
-    def _pipeline(self, batch: DataFrame, plan: EpochPlan) -> EpochResult:
+    def _pipeline(self, plan: EpochPlan, sampled: frozenset[str]) -> EpochPipeline:
         taken, config = plan.sources, plan.config
         frames = source_rows(self.planner.spark, self.graph, self.planner.start_ms, taken,
                              {op: config[op].parallelism for op in taken})
-        pipeline = EpochPipeline(
+        return EpochPipeline(
             self.graph, config, plan.epoch, plan.watermarks, self.planner.store,
             self.sinks, source_frames=frames, clock=self.clock, closes=plan.closes,
             source_counts={op: part.count for op, part in taken.items()
                            if op in self.planner.clocks},
-            plan=self.planner.running_plan(config),
+            plan=self.planner.running_plan(config), sampled=sampled,
         )
-        return pipeline.run(batch)
 
     def _sources(self, batch: DataFrame, epoch: int, plan: EpochPlan,
                  result: EpochResult, interval_ms: float) -> dict[str, Any]:

@@ -101,7 +101,8 @@ class JobRun:
         if command.kind in WORKLOAD_KINDS and command.operator and command.parallelism:
             compile_ahead(self.spark, command.operator, command.parallelism,
                           f"streamscale-{self.run_id}:routing-code")
-        self.loop.wake()
+        if command.kind != "sample":  # a sample is served by the next epoch when it is due
+            self.loop.wake()
 
     def _epoch(self, batch: DataFrame, epoch: int) -> bool:
         self._check_fence(epoch)

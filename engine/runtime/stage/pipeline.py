@@ -71,6 +71,8 @@ class EpochResult:
     sink_wall_ms: dict[str, float] = field(default_factory=dict)
     instances: dict[str, int] = field(default_factory=dict)
     """Partitions the rows of each stateless operator and clock source ran on."""
+    samples: dict[str, Frame] = field(default_factory=dict)
+    """The rows each operator named in the pipeline's ``sampled`` emitted."""
 
 
 @dataclass
@@ -94,6 +96,9 @@ class EpochPipeline:
     plan: PhysicalPlan | None = None
     """The planner's plan of ``config`` (``running_plan``): how each region's rows are split
     and merged. Made from ``graph`` and ``config`` when not given."""
+    sampled: frozenset[str] = frozenset()
+    """Operators whose rows the caller takes a sample of after the epoch: their frames are
+    in the result and what the epoch cached stays until the caller's ``release``."""
     _observations: dict[str, Observation] = field(default_factory=dict)
     dead_letters: dict[str, dict[str, Any]] = field(default_factory=dict)
     _cached: list[DataFrame] = field(default_factory=list)
@@ -115,13 +120,19 @@ class EpochPipeline:
         result = EpochResult()
         frames: dict[str, Frame] = {}
         latency_inputs: list[QuantilesRead] = []
+        ran = False
         try:
             for op_id in self.graph.topological_order():
                 frames[op_id] = self._evaluate(op_id, batch, frames, result, latency_inputs)
             result.sink_commit_s = time.time()
             result.latency_ms = _latency(latency_inputs, result.sink_commit_s)
+            ran = True
         finally:
-            self.release()
+            # A sampled frame may read a keyed operator's cached output: computed again, its
+            # instances would run again.
+            if not (ran and self.sampled):
+                self.release()
+        result.samples = {op: _unsequenced(frames[op]) for op in self.sampled}
         result.rows_out.update(self._observed())
         result.rows_out.update(self._counted)
         result.instances.update(self._instances)

@@ -39,6 +39,20 @@ def duration_ms(value: Any) -> str:
 
 
 @register.filter
+def figure_text(value: Any, unit: str) -> str:
+    """A figure of a prediction or a measurement by its unit: rate (rows/s), drain (seconds;
+    None: the backlog grows), etp (0 to 1) or text."""
+    if unit == "drain":
+        # As the scale preview says it.
+        return "never (it grows)" if value is None else f"{float(value):g} s"
+    if value is None:
+        return "—"
+    if unit == "rate":
+        return f"{rate(value)}/s"
+    return f"{float(value):.2f}" if unit == "etp" else str(value)
+
+
+@register.filter
 def first_line(text: Any) -> str:
     """The first non-empty line of a text (a failure cause's headline)."""
     for line in str(text or "").splitlines():

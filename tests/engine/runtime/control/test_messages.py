@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.runtime.control.listener import Rejection
-from engine.runtime.control.messages import Ack, Command, CommandRequest
+from engine.runtime.control.messages import Ack, Command, CommandRequest, RowSample
 from engine.runtime.control.outbox import RunDeliveries
 from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
 from engine.runtime.errors import CommandRejected
@@ -26,6 +26,8 @@ REQUESTS = {
                                        requested_at_ms=AT, assignment=(0, 0, 1, 2)),
     "logic": CommandRequest(kind="logic", operator="views", request_id="r4", requested_at_ms=AT,
                             params={"condition": "amount > 3", "nested": {"a": [1, 2]}}),
+    "sample": CommandRequest(kind="sample", operator="views", request_id="s1",
+                             requested_at_ms=AT),
     "stop": CommandRequest(kind="stop", operator=None, request_id="stop-7", requested_at_ms=AT),
 }
 
@@ -146,7 +148,7 @@ def test_an_ack_survives_json(ack: Ack) -> None:
     assert set(doc) == {
         "request_id", "kind", "operator", "status", "reason", "applied_epoch",
         "requested_at_ms", "picked_up_at_ms", "control_latency_ms", "state_bytes_copied",
-        "before", "after", "epoch_ended_at_ms"}
+        "before", "after", "epoch_ended_at_ms", "sample"}
 
 
 def test_an_ack_an_older_driver_logged_reads_with_defaults() -> None:
@@ -185,3 +187,18 @@ def test_the_host_receives_acks_stamped_when_their_epoch_ended() -> None:
     assert all(isinstance(ack, Ack) for ack in recorder.acks)
     assert recorder.acks[0] == applied.ended(AT + 950.0)
     assert (recorder.acks[1].request_id, recorder.acks[1].status) == ("bad", "rejected")
+
+
+def test_a_served_sample_survives_the_ack_s_json() -> None:
+    sample = RowSample(("campaign_id", "views"), ((3, 12), (None, 4)))
+    ack = Ack(request_id="s1", kind="sample", operator="counts", status="applied",
+              applied_epoch=9, sample=sample)
+    doc = json.loads(json.dumps(ack.to_dict()))
+    assert doc["sample"] == {"columns": ["campaign_id", "views"], "rows": [[3, 12], [None, 4]]}
+    assert Ack.from_dict(doc) == ack
+    assert Ack.from_dict({**doc, "sample": None}).sample is None
+
+
+def test_a_sample_must_name_its_operator() -> None:
+    with pytest.raises(CommandRejected, match="operator is required"):
+        CommandRequest(kind="sample", operator=None, request_id="s1", requested_at_ms=AT)

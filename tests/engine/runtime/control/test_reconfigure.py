@@ -97,3 +97,11 @@ def test_the_store_reports_what_it_copies_to_hand_key_groups_over() -> None:
     moved = sum(1 for kg in range(16) if kg * 2 // 16 != kg * 5 // 16)
     assert copied == [0, moved * 100] and moved > 0
     assert stores[1].bytes_copied == moved * 100
+
+
+def test_a_sample_changes_nothing_and_names_the_epoch_it_is_served_from() -> None:
+    config, ack = _apply(kind="sample", operator="views")
+    assert ack.status == "applied" and ack.applied_epoch == 7 and ack.sample is None
+    assert config == initial_config(plan_job(GRAPH))
+    _, unknown = _apply(kind="sample", operator="ghost")
+    assert unknown.status == "rejected" and unknown.reason == "unknown operator 'ghost'"

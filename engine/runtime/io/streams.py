@@ -11,8 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from engine.dag import CLOCK_SOURCES, JobGraph
 from engine.runtime.errors import MalformedPlan, UnsupportedJobError
 from engine.runtime.io.broker.nats_client import NatsSpec
-from engine.runtime.io.broker.nats_offsets import take_sequences
-from engine.runtime.io.broker.nats_stream import nats_rows
+from engine.runtime.io.broker.nats_stream import nats_rows, take_messages
 from engine.runtime.io.broker.redis_stream import stream_rows, take_entries
 from engine.runtime.io.broker.spec import StreamSpec
 from engine.runtime.io.source_load import ClockSource
@@ -46,8 +45,8 @@ def take(graph: JobGraph, op_id: str, previous: SourceTake | None, clock: ClockS
         return take_entries(StreamSpec.from_params(op_id, op.params),
                             previous if isinstance(previous, EntriesTaken) else None)
     if op.type == "source.nats":
-        return take_sequences(NatsSpec.from_params(op_id, op.params),
-                              previous if isinstance(previous, SequencesTaken) else None)
+        return take_messages(NatsSpec.from_params(op_id, op.params),
+                             previous if isinstance(previous, SequencesTaken) else None)
     raise UnsupportedJobError(f"source {op_id!r}: type {op.type!r} is not supported")
 
 

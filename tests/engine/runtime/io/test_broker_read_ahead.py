@@ -1,6 +1,6 @@
-"""A Redis range's rows are read once, by the plan (ahead of it for a source that is behind),
-and kept for the epoch that runs it; rows read ahead serve only that very range, and a read
-that failed or took less than the cap leaves the range to be read again."""
+"""A broker range's rows are read once, by the plan (Redis) or ahead of it (a source that is
+behind), and kept for the epoch that runs it; rows read ahead serve only that very range, and
+a read that failed or took less than the cap leaves the range to be read again."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ import pyarrow as pa
 import pytest
 import redis
 
-from engine.runtime.io.broker import redis_stream
+from engine.runtime.io.broker import nats_stream, redis_stream
+from engine.runtime.io.broker.nats_client import NatsSpec
 from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead
 from engine.runtime.io.broker.spec import DEAD_LETTER, StreamSpec
 from engine.runtime.io.taken import EntriesTaken
+from tests.engine.runtime.nats_jobs import bodies, delete_streams, fill, new_stream
 
 
 def test_a_failed_read_ahead_leaves_the_range_to_be_read_again() -> None:
@@ -99,3 +101,31 @@ def test_a_redis_read_retried_after_a_lost_connection_keeps_no_rows_twice(
     assert result == "done" and len(attempts) == 2
     assert rows.column("n").to_pylist() == [7, None]
     assert rows.column(DEAD_LETTER).to_pylist()[1].startswith("2-0: field 'n'")
+
+
+@pytest.fixture
+def nats_stream_name(service_urls: dict[str, str]) -> Iterator[str]:
+    name = new_stream()
+    yield name
+    delete_streams(service_urls["nats_url"], [name])
+
+
+def test_a_nats_source_behind_has_its_next_range_read_ahead(
+    nats_stream_name: str, service_urls: dict[str, str]
+) -> None:
+    url = service_urls["nats_url"]
+    fill(url, nats_stream_name, bodies(25))
+    spec = NatsSpec.from_params("events", {
+        "url": url, "streams": [nats_stream_name], "start": "earliest",
+        "max_entries_per_epoch": 10, "schema": {"event_id": "long"}})
+    source = nats_stream._source(spec)
+    first = nats_stream.take_messages(spec, None)
+    assert nats_stream._reads.rows(source, first) is None  # nothing read ahead of a new run
+    second = nats_stream.take_messages(spec, first)
+    ahead = nats_stream._reads.rows(source, second)
+    assert ahead is not None and ahead.equals(nats_stream._read(spec, second))
+    assert ahead.num_rows == 10
+    third = nats_stream.take_messages(spec, second)  # 5 left: read ahead, all of them
+    rows = nats_stream._reads.rows(source, third)
+    assert third.count == 5 and rows is not None and rows.num_rows == 5
+    assert nats_stream.take_messages(spec, third).count == 0

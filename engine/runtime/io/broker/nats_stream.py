@@ -39,7 +39,7 @@ from engine.runtime.io.broker.nats_client import (
     with_nats,
 )
 from engine.runtime.io.broker.nats_offsets import take_sequences
-from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead
+from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead, rows_frame
 from engine.runtime.io.broker.spec import ENTRY_TIME, decode_entry
 from engine.runtime.io.taken import SequencesTaken
 
@@ -49,27 +49,25 @@ _STATUS_LINE = b"NATS/1.0 "  # headers opening with a status code: a status, not
 _reads = ReadAhead("nats-read-ahead")
 
 
-def take_messages(spec: NatsSpec, previous: SequencesTaken | None) -> SequencesTaken:
+def take_messages(spec: NatsSpec, previous: SequencesTaken | None,
+                  spark: SparkSession | None = None) -> SequencesTaken:
     """The messages the next epoch reads (``take_sequences``), their rows ready if they
-    were read ahead."""
+    were read ahead (and handed to ``spark``, if given)."""
     taken = take_sequences(spec, previous)
     ahead = _reads.ahead(_source(spec))
     if ahead is not None and ahead.taken == taken:
         _reads.keep(_source(spec), ahead)
     if taken.count >= spec.max_entries:
-        _reads.read_ahead(_source(spec), partial(_read_next, spec, taken))
+        _reads.read_ahead(_source(spec), partial(_read_next, spec, taken, spark))
     return taken
 
 
 def nats_rows(spark: SparkSession, spec: NatsSpec, taken: SequencesTaken) -> DataFrame:
     """The rows of an epoch's messages: those read ahead, else read now."""
-    schema = _schema(spec)
-    rows = _reads.rows(_source(spec), taken)
-    if rows is None:
-        rows = _read(spec, taken)
-    if not rows.num_rows:
-        return spark.createDataFrame([], schema)
-    return spark.createDataFrame(rows, schema)
+    planned = _reads.planned(_source(spec), taken)
+    if planned is not None and planned.frame is not None:
+        return planned.frame
+    return rows_frame(spark, _schema(spec), planned.rows if planned else _read(spec, taken))
 
 
 def part_ranges(taken: SequencesTaken, size: int) -> Iterator[tuple[str, int, int]]:
@@ -91,10 +89,14 @@ def _schema(spec: NatsSpec) -> StructType:
     return schema
 
 
-def _read_next(spec: NatsSpec, taken: SequencesTaken) -> RangeRows:
-    """The range the epoch after ``taken`` would take now, and its rows."""
+def _read_next(spec: NatsSpec, taken: SequencesTaken,
+               spark: SparkSession | None = None) -> RangeRows:
+    """The range the epoch after ``taken`` would take now, and its rows (handed to
+    ``spark`` if given)."""
     following = take_sequences(spec, taken)
-    return RangeRows(following, _read(spec, following))
+    rows = _read(spec, following)
+    frame = None if spark is None else rows_frame(spark, _schema(spec), rows)
+    return RangeRows(following, rows, frame)
 
 
 def _read(spec: NatsSpec, taken: SequencesTaken) -> pa.Table:

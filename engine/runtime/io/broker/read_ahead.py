@@ -3,8 +3,9 @@ epoch, and the next range read ahead on a thread while an epoch runs.
 
 A source that is behind (its epoch took its whole cap) will take the next cap's worth right
 after: reading it while the epoch before runs takes the read off the epochs' path, the
-broker's and the decoding's work overlapping Spark's. What was read ahead is used only if
-the next plan takes exactly that range; otherwise it is dropped and the plan's range read.
+broker's and the decoding's work overlapping Spark's; the rows are handed to Spark there too
+(building the DataFrame converts them in the JVM). What was read ahead is used only if the
+next plan takes exactly that range; otherwise it is dropped and the plan's range read.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,8 @@ class RangeRows:
 
     taken: Any
     rows: pa.Table
+    frame: DataFrame | None = None
+    """The rows as a DataFrame, when they were handed to Spark ahead too."""
 
 
 class ReadAhead:
@@ -59,8 +64,15 @@ class ReadAhead:
         with self._lock:
             self._planned[source] = planned
 
-    def rows(self, source: Hashable, taken: Any) -> pa.Table | None:
-        """The rows of ``taken`` if they were read for ``source``'s last plan."""
+    def planned(self, source: Hashable, taken: Any) -> RangeRows | None:
+        """``taken`` and its rows if they were read for ``source``'s last plan."""
         with self._lock:
             planned = self._planned.get(source)
-        return planned.rows if planned is not None and planned.taken == taken else None
+        return planned if planned is not None and planned.taken == taken else None
+
+
+def rows_frame(spark: SparkSession, schema: StructType, rows: pa.Table) -> DataFrame:
+    """Decoded rows as a DataFrame of ``schema``."""
+    if not rows.num_rows:
+        return spark.createDataFrame([], schema)
+    return spark.createDataFrame(rows, schema)

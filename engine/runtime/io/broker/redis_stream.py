@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from engine.runtime.io.broker.columnar import arrow_schema, entries_batch
-from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead
+from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead, rows_frame
 from engine.runtime.io.broker.redis_offsets import (
     READ_CHUNK,
     advance,
@@ -41,9 +41,11 @@ _Keep = Callable[[list[Any]], None]  # takes a chunk of entries as the server se
 _reads = ReadAhead("redis-read-ahead")
 
 
-def take_entries(spec: StreamSpec, previous: EntriesTaken | None) -> EntriesTaken:
+def take_entries(spec: StreamSpec, previous: EntriesTaken | None,
+                 spark: SparkSession | None = None) -> EntriesTaken:
     """The entries the next epoch reads: from where the previous epoch ended (a new run:
-    the source's ``start``) up to every new entry, at most ``max_entries_per_epoch`` in all."""
+    the source's ``start``) up to every new entry, at most ``max_entries_per_epoch`` in all.
+    With ``spark``, rows walked ahead are handed to it ahead too."""
     if previous is None:
         start = with_reconnect(spec, "finding the start offsets",
                                lambda c: initial_offset(c, spec))
@@ -57,34 +59,33 @@ def take_entries(spec: StreamSpec, previous: EntriesTaken | None) -> EntriesTake
     walked = ahead if full and ahead is not None else _walk(spec, start)
     _reads.keep(_source(spec), walked)
     if walked.taken.count >= spec.max_entries:
-        _reads.read_ahead(_source(spec), partial(_walk, spec, walked.taken.end))
+        _reads.read_ahead(_source(spec), partial(_walk, spec, walked.taken.end, spark))
     return walked.taken
 
 
 def stream_rows(spark: SparkSession, spec: StreamSpec, taken: EntriesTaken) -> DataFrame:
     """The rows of an epoch's entries: those the plan walked, else (a range planned by
     another process) read now."""
-    schema = _schema(spec)
-    rows = _reads.rows(_source(spec), taken)
-    if rows is None:
-        rows = _read(spec, taken)
-    if not rows.num_rows:
-        return spark.createDataFrame([], schema)
-    return spark.createDataFrame(rows, schema)
+    planned = _reads.planned(_source(spec), taken)
+    if planned is not None and planned.frame is not None:
+        return planned.frame
+    return rows_frame(spark, _schema(spec), planned.rows if planned else _read(spec, taken))
 
 
 def _source(spec: StreamSpec) -> tuple[str, str, tuple[str, ...]]:
     return spec.op_id, spec.url, spec.streams
 
 
-def _walk(spec: StreamSpec, start: Offset) -> RangeRows:
-    """The range from ``start`` up to the cap, and its entries' rows."""
+def _walk(spec: StreamSpec, start: Offset, spark: SparkSession | None = None) -> RangeRows:
+    """The range from ``start`` up to the cap, and its entries' rows (handed to ``spark``
+    if given)."""
 
     def walk(client: redis.Redis, keep: _Keep) -> Offset:
         return advance(client, spec, start, spec.max_entries, keep)
 
     end, rows = _decoded(spec, "planning an epoch", walk)
-    return RangeRows(EntriesTaken(start, end), rows)
+    frame = None if spark is None else rows_frame(spark, _schema(spec), rows)
+    return RangeRows(EntriesTaken(start, end), rows, frame)
 
 
 def _read(spec: StreamSpec, taken: EntriesTaken) -> pa.Table:

@@ -34,9 +34,9 @@ def test_kept_rows_serve_only_the_range_they_were_read_for() -> None:
     reads = ReadAhead("test-read-ahead")
     rows = pa.table({"n": [1, 2]})
     reads.keep("events", RangeRows(taken=("a", 2), rows=rows))
-    assert reads.rows("events", ("a", 2)) is rows
-    assert reads.rows("events", ("a", 3)) is None
-    assert reads.rows("other", ("a", 2)) is None
+    assert reads.planned("events", ("a", 2)) == RangeRows(("a", 2), rows)
+    assert reads.planned("events", ("a", 3)) is None
+    assert reads.planned("other", ("a", 2)) is None
 
 
 @pytest.fixture
@@ -59,9 +59,9 @@ def redis_spec(url: str, stream: str, cap: int, **params: object) -> StreamSpec:
 
 
 def kept(spec: StreamSpec, taken: EntriesTaken) -> list[int]:
-    rows = redis_stream._reads.rows(redis_stream._source(spec), taken)
-    assert rows is not None, "the plan kept no rows for its range"
-    return rows.column("n").to_pylist()
+    planned = redis_stream._reads.planned(redis_stream._source(spec), taken)
+    assert planned is not None, "the plan kept no rows for its range"
+    return planned.rows.column("n").to_pylist()
 
 
 def test_each_redis_plan_keeps_exactly_its_entries_behind_and_caught_up(
@@ -120,12 +120,12 @@ def test_a_nats_source_behind_has_its_next_range_read_ahead(
         "max_entries_per_epoch": 10, "schema": {"event_id": "long"}})
     source = nats_stream._source(spec)
     first = nats_stream.take_messages(spec, None)
-    assert nats_stream._reads.rows(source, first) is None  # nothing read ahead of a new run
+    assert nats_stream._reads.planned(source, first) is None  # nothing read ahead of a new run
     second = nats_stream.take_messages(spec, first)
-    ahead = nats_stream._reads.rows(source, second)
-    assert ahead is not None and ahead.equals(nats_stream._read(spec, second))
-    assert ahead.num_rows == 10
+    ahead = nats_stream._reads.planned(source, second)
+    assert ahead is not None and ahead.rows.equals(nats_stream._read(spec, second))
+    assert ahead.rows.num_rows == 10
     third = nats_stream.take_messages(spec, second)  # 5 left: read ahead, all of them
-    rows = nats_stream._reads.rows(source, third)
-    assert third.count == 5 and rows is not None and rows.num_rows == 5
+    rows = nats_stream._reads.planned(source, third)
+    assert third.count == 5 and rows is not None and rows.rows.num_rows == 5
     assert nats_stream.take_messages(spec, third).count == 0

@@ -39,7 +39,7 @@ from engine.runtime.io.broker.nats_client import (
     with_nats,
 )
 from engine.runtime.io.broker.nats_offsets import take_sequences
-from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead, rows_frame
+from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead, range_rows
 from engine.runtime.io.broker.spec import ENTRY_TIME, decode_entry
 from engine.runtime.io.taken import SequencesTaken
 
@@ -64,10 +64,7 @@ def take_messages(spec: NatsSpec, previous: SequencesTaken | None,
 
 def nats_rows(spark: SparkSession, spec: NatsSpec, taken: SequencesTaken) -> DataFrame:
     """The rows of an epoch's messages: those read ahead, else read now."""
-    planned = _reads.planned(_source(spec), taken)
-    if planned is not None and planned.frame is not None:
-        return planned.frame
-    return rows_frame(spark, _schema(spec), planned.rows if planned else _read(spec, taken))
+    return _reads.frame(spark, _source(spec), taken, _schema(spec), partial(_read, spec, taken))
 
 
 def part_ranges(taken: SequencesTaken, size: int) -> Iterator[tuple[str, int, int]]:
@@ -94,9 +91,7 @@ def _read_next(spec: NatsSpec, taken: SequencesTaken,
     """The range the epoch after ``taken`` would take now, and its rows (handed to
     ``spark`` if given)."""
     following = take_sequences(spec, taken)
-    rows = _read(spec, following)
-    frame = None if spark is None else rows_frame(spark, _schema(spec), rows)
-    return RangeRows(following, rows, frame)
+    return range_rows(following, _read(spec, following), spark, partial(_schema, spec))
 
 
 def _read(spec: NatsSpec, taken: SequencesTaken) -> pa.Table:

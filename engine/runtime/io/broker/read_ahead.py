@@ -64,11 +64,26 @@ class ReadAhead:
         with self._lock:
             self._planned[source] = planned
 
+    def frame(self, spark: SparkSession, source: Hashable, taken: Any, schema: StructType,
+              read: Callable[[], pa.Table]) -> DataFrame:
+        """The rows of ``taken`` as a DataFrame: as handed to Spark ahead, else from the
+        rows kept for ``source``'s last plan, else from ``read()``."""
+        planned = self.planned(source, taken)
+        if planned is not None and planned.frame is not None:
+            return planned.frame
+        return rows_frame(spark, schema, planned.rows if planned is not None else read())
+
     def planned(self, source: Hashable, taken: Any) -> RangeRows | None:
         """``taken`` and its rows if they were read for ``source``'s last plan."""
         with self._lock:
             planned = self._planned.get(source)
         return planned if planned is not None and planned.taken == taken else None
+
+
+def range_rows(taken: Any, rows: pa.Table, spark: SparkSession | None,
+               schema: Callable[[], StructType]) -> RangeRows:
+    """``taken`` and its rows, handed to ``spark`` if given (on the read-ahead thread)."""
+    return RangeRows(taken, rows, None if spark is None else rows_frame(spark, schema(), rows))
 
 
 def rows_frame(spark: SparkSession, schema: StructType, rows: pa.Table) -> DataFrame:

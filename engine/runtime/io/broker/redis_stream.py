@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from engine.runtime.io.broker.columnar import arrow_schema, entries_batch
-from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead, rows_frame
+from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead, range_rows
 from engine.runtime.io.broker.redis_offsets import (
     READ_CHUNK,
     advance,
@@ -66,10 +66,7 @@ def take_entries(spec: StreamSpec, previous: EntriesTaken | None,
 def stream_rows(spark: SparkSession, spec: StreamSpec, taken: EntriesTaken) -> DataFrame:
     """The rows of an epoch's entries: those the plan walked, else (a range planned by
     another process) read now."""
-    planned = _reads.planned(_source(spec), taken)
-    if planned is not None and planned.frame is not None:
-        return planned.frame
-    return rows_frame(spark, _schema(spec), planned.rows if planned else _read(spec, taken))
+    return _reads.frame(spark, _source(spec), taken, _schema(spec), partial(_read, spec, taken))
 
 
 def _source(spec: StreamSpec) -> tuple[str, str, tuple[str, ...]]:
@@ -84,8 +81,7 @@ def _walk(spec: StreamSpec, start: Offset, spark: SparkSession | None = None) ->
         return advance(client, spec, start, spec.max_entries, keep)
 
     end, rows = _decoded(spec, "planning an epoch", walk)
-    frame = None if spark is None else rows_frame(spark, _schema(spec), rows)
-    return RangeRows(EntriesTaken(start, end), rows, frame)
+    return range_rows(EntriesTaken(start, end), rows, spark, partial(_schema, spec))
 
 
 def _read(spec: StreamSpec, taken: EntriesTaken) -> pa.Table:

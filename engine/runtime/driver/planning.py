@@ -150,7 +150,7 @@ class EpochPlanner:
         ended, what is new now (due, for a clock source), up to the source's cap."""
         now_ms = time.time() * 1000.0
         return {op: take(self.graph, op, taken.get(op), self.clocks.get(op), now_ms,
-                         self._files_taken(op))
+                         self._files_taken(op), self.spark)
                 for op in self.graph.sources()}
 
     def _idle(self, sources: Mapping[str, SourceTake]) -> bool:

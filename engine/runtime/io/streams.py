@@ -11,8 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from engine.dag import CLOCK_SOURCES, JobGraph
 from engine.runtime.errors import MalformedPlan, UnsupportedJobError
 from engine.runtime.io.broker.nats_client import NatsSpec
-from engine.runtime.io.broker.nats_offsets import take_sequences
-from engine.runtime.io.broker.nats_stream import nats_rows
+from engine.runtime.io.broker.nats_stream import nats_rows, take_messages
 from engine.runtime.io.broker.redis_stream import stream_rows, take_entries
 from engine.runtime.io.broker.spec import StreamSpec
 from engine.runtime.io.source_load import ClockSource
@@ -33,9 +32,11 @@ from engine.runtime.io.taken import (
 
 
 def take(graph: JobGraph, op_id: str, previous: SourceTake | None, clock: ClockSource | None,
-         now_ms: float, files_taken: Collection[str]) -> SourceTake:
+         now_ms: float, files_taken: Collection[str],
+         spark: SparkSession | None = None) -> SourceTake:
     """What the next epoch takes of source ``op_id``, as logged in its plan; ``previous`` is
-    what the epoch before took (None: none)."""
+    what the epoch before took (None: none). A broker source behind reads its next range
+    ahead, handed to ``spark`` if given."""
     op = graph.operator(op_id)
     if clock is not None:
         first = previous.end if isinstance(previous, ClockRange) else 0
@@ -44,10 +45,10 @@ def take(graph: JobGraph, op_id: str, previous: SourceTake | None, clock: ClockS
         return FilesTaken(tuple(new_files(op.params, files_taken)))
     if op.type == "source.redis_stream":
         return take_entries(StreamSpec.from_params(op_id, op.params),
-                            previous if isinstance(previous, EntriesTaken) else None)
+                            previous if isinstance(previous, EntriesTaken) else None, spark)
     if op.type == "source.nats":
-        return take_sequences(NatsSpec.from_params(op_id, op.params),
-                              previous if isinstance(previous, SequencesTaken) else None)
+        return take_messages(NatsSpec.from_params(op_id, op.params),
+                             previous if isinstance(previous, SequencesTaken) else None, spark)
     raise UnsupportedJobError(f"source {op_id!r}: type {op.type!r} is not supported")
 
 

@@ -1,5 +1,7 @@
-"""Broker sources: a Redis Streams reader for Spark, its lag (the run's backlog) and a producer.
+"""Broker sources: Redis Streams and NATS JetStream readers for Spark, their lag (the run's
+backlog) and producers.
 
 ``spec`` (what to read and how to decode it), ``event_draws`` and ``producer`` are pure
-Python; only ``redis_stream`` imports pyspark.
+Python; only the readers (``redis_stream``, ``nats_stream``), the rows they keep between
+plan and epoch (``read_ahead``) and ``dead_letters`` import pyspark.
 """

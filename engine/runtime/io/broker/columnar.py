@@ -30,6 +30,19 @@ _INT = r"^[+-]?[0-9]+$"
 _FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 
 
+_ARROW_TYPES = {"string": pa.string(), "long": pa.int64(), "bigint": pa.int64(),
+                "int": pa.int32(), "integer": pa.int32(), "short": pa.int16(),
+                "smallint": pa.int16(), "byte": pa.int8(), "tinyint": pa.int8(),
+                "double": pa.float64(), "float": pa.float32(), "boolean": pa.bool_(),
+                "timestamp": pa.timestamp("us", tz="UTC")}
+
+
+def arrow_schema(spec: StreamSpec) -> pa.Schema:
+    """The source's rows as Spark reads them from Arrow (timestamps in micros, UTC), known
+    without a Spark session, so entries can be decoded off the epoch's thread."""
+    return pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in spec.output_columns()])
+
+
 def entries_batch(spec: StreamSpec, ids: Sequence[bytes], fields: Sequence[Sequence[bytes]],
                   schema: pa.Schema) -> pa.RecordBatch:
     """The rows of entries ``ids`` with ``fields`` (each flat: name, value, name, value...)

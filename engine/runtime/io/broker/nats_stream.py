@@ -1,19 +1,22 @@
 """``source.nats``: the messages an epoch reads, fixed in its plan, read as a batch.
 
 The driver plans each epoch's messages as a sequence range per stream
-(``nats_offsets.take_sequences``), logged with the epoch's plan before it runs. A range is
-cut into parts read in parallel Spark partitions: each part is one pull request of an
-ephemeral, unacknowledged consumer that starts at the part's first sequence and asks for
-exactly as many messages as the part spans. Bodies are decoded in bulk by Arrow's JSON
-reader; a batch holding a message that does not fit the schema is decoded message by
-message with the Redis source's rules, so that message becomes a dead letter.
+(``nats_offsets.take_sequences``), logged with the epoch's plan before it runs. The range
+is read in the driver and handed to Spark as one Arrow table: each part of it is one pull
+request of an ephemeral, unacknowledged consumer that starts at the part's first sequence
+and asks for exactly as many messages as the part spans. A source that is behind (its
+epoch took its whole cap) has its next range planned and read on a thread while the epoch
+runs (``read_ahead``), used if the next plan takes that very range. Bodies are decoded in
+bulk by Arrow's JSON reader; a batch holding a message that does not fit the schema is
+decoded message by message with the Redis source's rules, so that message becomes a dead
+letter.
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
@@ -26,36 +29,42 @@ from nats.aio.client import Client
 from nats.js import api
 from nats.js.errors import NotFoundError
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from engine.runtime.io.broker.columnar import rows_batch
+from engine.runtime.io.broker.columnar import arrow_schema, rows_batch
 from engine.runtime.io.broker.nats_client import (
     REQUEST_TIMEOUT_S,
     MissingStream,
     NatsSpec,
     with_nats,
 )
+from engine.runtime.io.broker.nats_offsets import take_sequences
+from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead, range_rows
 from engine.runtime.io.broker.spec import ENTRY_TIME, decode_entry
 from engine.runtime.io.taken import SequencesTaken
 
-# Sequences one partition reads: at least enough that a consumer's set-up is small beside
-# its messages, at most few enough that a part's bodies stay a few MB; between, an epoch's
-# range is cut into as many parts as Spark has cores.
-MIN_PART, MAX_PART = 2_000, 50_000
+# Sequences one pull request asks for: its bodies stay a few MB.
+MAX_PART = 50_000
 _STATUS_LINE = b"NATS/1.0 "  # headers opening with a status code: a status, not a message
+_reads = ReadAhead("nats-read-ahead")
+
+
+def take_messages(spec: NatsSpec, previous: SequencesTaken | None,
+                  spark: SparkSession | None = None) -> SequencesTaken:
+    """The messages the next epoch reads (``take_sequences``), their rows ready if they
+    were read ahead (and handed to ``spark``, if given)."""
+    taken = take_sequences(spec, previous)
+    ahead = _reads.ahead(_source(spec))
+    if ahead is not None and ahead.taken == taken:
+        _reads.keep(_source(spec), ahead)
+    if taken.count >= spec.max_entries:
+        _reads.read_ahead(_source(spec), partial(_read_next, spec, taken, spark))
+    return taken
 
 
 def nats_rows(spark: SparkSession, spec: NatsSpec, taken: SequencesTaken) -> DataFrame:
-    """The rows of an epoch's messages: one partition per part of each stream's range."""
-    schema = _schema(spec)
-    cores = spark.sparkContext.defaultParallelism
-    size = min(MAX_PART, max(MIN_PART, -(-taken.count // cores)))
-    parts = tuple(part_ranges(taken, size))
-    if not parts:
-        return spark.createDataFrame([], schema)
-    reader = partial(_read_parts, spec, parts, schema)
-    return spark.range(0, len(parts), 1, len(parts)).mapInArrow(reader, schema)
+    """The rows of an epoch's messages: those read ahead, else read now."""
+    return _reads.frame(spark, _source(spec), taken, _schema(spec), partial(_read, spec, taken))
 
 
 def part_ranges(taken: SequencesTaken, size: int) -> Iterator[tuple[str, int, int]]:
@@ -67,22 +76,41 @@ def part_ranges(taken: SequencesTaken, size: int) -> Iterator[tuple[str, int, in
             yield stream, first, min(first + size, int(end["seq"]))
 
 
+def _source(spec: NatsSpec) -> tuple[str, str, tuple[str, ...]]:
+    return spec.op_id, spec.url, spec.streams
+
+
 def _schema(spec: NatsSpec) -> StructType:
     schema = StructType.fromDDL(spec.decoding().ddl())
     assert isinstance(schema, StructType)
     return schema
 
 
-def _read_parts(spec: NatsSpec, parts: Sequence[tuple[str, int, int]], schema: StructType,
-                batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: the messages of the parts whose index this partition holds."""
-    for batch in batches:
-        for index in batch.column(0).to_pylist():
-            stream, after, until = parts[index]
-            bodies, seqs, times = with_nats(
-                spec, f"reading stream {stream!r}",
-                partial(read_messages, stream=stream, after=after, until=until))
-            yield decode_messages(spec, schema, bodies, seqs, times)
+def _read_next(spec: NatsSpec, taken: SequencesTaken,
+               spark: SparkSession | None = None) -> RangeRows:
+    """The range the epoch after ``taken`` would take now, and its rows (handed to
+    ``spark`` if given)."""
+    following = take_sequences(spec, taken)
+    return range_rows(following, _read(spec, following), spark, partial(_schema, spec))
+
+
+def _read(spec: NatsSpec, taken: SequencesTaken) -> pa.Table:
+    """The rows of the messages of ``taken``, over one connection."""
+    schema = arrow_schema(spec.decoding())
+    parts = list(part_ranges(taken, MAX_PART))
+    if not parts:  # no connection for nothing
+        return schema.empty_table()
+
+    async def read(client: Client) -> list[pa.RecordBatch]:
+        batches = []
+        for stream, after, until in parts:
+            bodies, seqs, times = await read_messages(client, stream=stream, after=after,
+                                                      until=until)
+            if bodies:
+                batches.append(decode_messages(spec, schema, bodies, seqs, times))
+        return batches
+
+    return pa.Table.from_batches(with_nats(spec, "reading an epoch's messages", read), schema)
 
 
 async def read_messages(client: Client, *, stream: str, after: int,
@@ -165,14 +193,14 @@ def _position(reply: str) -> tuple[int, int]:
     return int(tokens[at]), int(tokens[at + 2])
 
 
-def decode_messages(spec: NatsSpec, schema: StructType, bodies: list[bytes], seqs: list[int],
+def decode_messages(spec: NatsSpec, schema: pa.Schema, bodies: list[bytes], seqs: list[int],
                     times: list[int]) -> pa.RecordBatch:
-    """The rows of messages as one Arrow batch of the source's schema: in bulk when every
-    body fits, else message by message, the misfits as dead letters."""
-    arrow = to_arrow_schema(schema, timezone="UTC")
+    """The rows of messages as one Arrow batch of the source's ``schema`` (``arrow_schema``
+    of its decoding): in bulk when every body fits, else message by message, the misfits as
+    dead letters."""
     if not bodies:
-        return pa.RecordBatch.from_pylist([], schema=arrow)
-    bulk = _bulk_decoded(spec, arrow, bodies, times)
+        return pa.RecordBatch.from_pylist([], schema=schema)
+    bulk = _bulk_decoded(spec, schema, bodies, times)
     return bulk if bulk is not None else _one_by_one(spec, schema, bodies, seqs, times)
 
 
@@ -204,7 +232,7 @@ def _bulk_decoded(spec: NatsSpec, arrow: pa.Schema, bodies: list[bytes],
     return pa.RecordBatch.from_arrays(columns, schema=arrow)
 
 
-def _one_by_one(spec: NatsSpec, schema: StructType, bodies: list[bytes], seqs: list[int],
+def _one_by_one(spec: NatsSpec, schema: pa.Schema, bodies: list[bytes], seqs: list[int],
                 times: list[int]) -> pa.RecordBatch:
     decoding = spec.decoding()
     # Without the entry-id time (a Redis id's): the message's stream time is added here.
@@ -217,5 +245,5 @@ def _one_by_one(spec: NatsSpec, schema: StructType, bodies: list[bytes], seqs: l
             at = datetime.fromtimestamp(at_ns / 1e9, tz=UTC) if row[-1] is None else None
             row = (*row[:-1], at, row[-1])
         rows.append(row)
-    return rows_batch(rows, to_arrow_schema(schema, timezone="UTC"))
+    return rows_batch(rows, schema)
 

@@ -61,23 +61,25 @@ def initial_offset(client: redis.Redis, spec: StreamSpec) -> Offset:
     return {"op": spec.op_id, "streams": streams}
 
 
-def advance(client: redis.Redis, spec: StreamSpec, start: Offset, cap: int | None) -> Offset:
+def advance(client: redis.Redis, spec: StreamSpec, start: Offset, cap: int | None,
+            on_chunk: Callable[[list[Any]], None] | None = None) -> Offset:
     """The end offset of the next epoch: every new entry, or at most ``cap`` in all,
-    shared between the streams (a stream's unused share goes to the next ones)."""
+    shared between the streams (a stream's unused share goes to the next ones).
+    ``on_chunk`` is handed each chunk of entries walked, oldest first: the epoch's entries."""
     streams = {}
     budget = cap
     for index, stream in enumerate(spec.streams):
         position = start["streams"].get(stream) or {"id": "0-0", "n": 0}
         share = None if budget is None else -(-budget // (len(spec.streams) - index))
-        count, last = _advance_one(client, stream, position["id"], share)
+        count, last = _advance_one(client, stream, position["id"], share, on_chunk)
         streams[stream] = {"id": last or position["id"], "n": position["n"] + count}
         if budget is not None:
             budget -= count
     return {"op": spec.op_id, "streams": streams}
 
 
-def _advance_one(client: redis.Redis, stream: str, after: str,
-                 share: int | None) -> tuple[int, str]:
+def _advance_one(client: redis.Redis, stream: str, after: str, share: int | None,
+                 on_chunk: Callable[[list[Any]], None] | None = None) -> tuple[int, str]:
     """Entries of ``stream`` after ``after`` (at most ``share``) and the last one's id."""
     total, last = 0, ""
     while share is None or total < share:
@@ -85,6 +87,8 @@ def _advance_one(client: redis.Redis, stream: str, after: str,
         entries = read_chunk(client, stream, last or after, "+", count=chunk)
         if not entries:
             break
+        if on_chunk is not None:
+            on_chunk(entries)
         total += len(entries)
         last = entries[-1][0].decode()
         if len(entries) < chunk:

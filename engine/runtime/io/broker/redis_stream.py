@@ -2,21 +2,31 @@
 
 The driver plans each epoch's entries as an offset range per stream (``take_entries``): the
 range is logged with the epoch's plan before the epoch runs, so a replayed epoch reads the
-same entries. Each stream's range is one partition, read in a Python worker and handed to
-Spark as Arrow record batches (no per-value conversion on Spark's side).
+same entries. Redis cannot say where the next N entries end without sending them, so the
+planner keeps what it walked: it decodes the entries in bulk into Arrow as they come, and
+the epoch hands that table to Spark. Each entry crosses from Redis once per epoch, not once
+to plan and once more to read.
+
+A source that is behind (its epoch took its whole cap) has its next range walked on a
+thread of the driver while the epoch runs, so the next plan finds it ready; one that has
+caught up is walked when its next epoch is planned, to take every new entry. A range the
+planner did not walk in this process (a replayed epoch after a restart) is read when the
+epoch runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import pyarrow as pa
+import redis
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from engine.runtime.io.broker.columnar import entries_batch
+from engine.runtime.io.broker.columnar import arrow_schema, entries_batch
+from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead, range_rows
 from engine.runtime.io.broker.redis_offsets import (
     READ_CHUNK,
     advance,
@@ -25,51 +35,89 @@ from engine.runtime.io.broker.redis_offsets import (
     with_reconnect,
 )
 from engine.runtime.io.broker.spec import StreamSpec
-from engine.runtime.io.taken import EntriesTaken
+from engine.runtime.io.taken import EntriesTaken, Offset
+
+_Keep = Callable[[list[Any]], None]  # takes a chunk of entries as the server sent them
+_reads = ReadAhead("redis-read-ahead")
 
 
-def take_entries(spec: StreamSpec, previous: EntriesTaken | None) -> EntriesTaken:
+def take_entries(spec: StreamSpec, previous: EntriesTaken | None,
+                 spark: SparkSession | None = None) -> EntriesTaken:
     """The entries the next epoch reads: from where the previous epoch ended (a new run:
-    the source's ``start``) up to every new entry, at most ``max_entries_per_epoch`` in all."""
+    the source's ``start``) up to every new entry, at most ``max_entries_per_epoch`` in all.
+    With ``spark``, rows walked ahead are handed to it ahead too."""
     if previous is None:
         start = with_reconnect(spec, "finding the start offsets",
                                lambda c: initial_offset(c, spec))
     else:
         start = previous.end
-    end = with_reconnect(spec, "planning an epoch",
-                         lambda c: advance(c, spec, start, spec.max_entries))
-    return EntriesTaken(start, end)
+    ahead = _reads.ahead(_source(spec))
+    # Walked ahead to the cap: nothing newer could be taken. Short of it, entries may have
+    # come since, which this epoch takes.
+    full = ahead is not None and ahead.taken.start == start \
+        and ahead.taken.count >= spec.max_entries
+    walked = ahead if full and ahead is not None else _walk(spec, start)
+    _reads.keep(_source(spec), walked)
+    if walked.taken.count >= spec.max_entries:
+        _reads.read_ahead(_source(spec), partial(_walk, spec, walked.taken.end, spark))
+    return walked.taken
 
 
 def stream_rows(spark: SparkSession, spec: StreamSpec, taken: EntriesTaken) -> DataFrame:
-    """The rows of an epoch's entries: one partition per stream with entries to read."""
-    schema = _schema(spec)
-    ranges = [(stream, taken.start["streams"].get(stream, {"id": "0-0"})["id"], end["id"])
-              for stream, end in taken.end["streams"].items()]
-    ranges = [r for r in ranges if r[1] != r[2]]
-    if not ranges:
-        return spark.createDataFrame([], schema)
-    reader = partial(_read_ranges, spec, tuple(ranges), schema)
-    return spark.range(0, len(ranges), 1, len(ranges)).mapInArrow(reader, schema)
+    """The rows of an epoch's entries: those the plan walked, else (a range planned by
+    another process) read now."""
+    return _reads.frame(spark, _source(spec), taken, _schema(spec), partial(_read, spec, taken))
 
 
-def _read_ranges(spec: StreamSpec, ranges: Sequence[tuple[str, str, str]], schema: StructType,
-                 batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: the entries of the ranges whose index this partition holds, one
-    record batch per chunk read."""
-    arrow = to_arrow_schema(schema, timezone="UTC")  # as Spark expects it: micros, UTC
-    for batch in batches:
-        for index in batch.column(0).to_pylist():
-            stream, cursor, until = ranges[index]
-            while True:
-                entries = with_reconnect(spec, f"reading stream {stream!r}", partial(
-                    read_chunk, stream=stream, after=cursor, until=until))
+def _source(spec: StreamSpec) -> tuple[str, str, tuple[str, ...]]:
+    return spec.op_id, spec.url, spec.streams
+
+
+def _walk(spec: StreamSpec, start: Offset, spark: SparkSession | None = None) -> RangeRows:
+    """The range from ``start`` up to the cap, and its entries' rows (handed to ``spark``
+    if given)."""
+
+    def walk(client: redis.Redis, keep: _Keep) -> Offset:
+        return advance(client, spec, start, spec.max_entries, keep)
+
+    end, rows = _decoded(spec, "planning an epoch", walk)
+    return range_rows(EntriesTaken(start, end), rows, spark, partial(_schema, spec))
+
+
+def _read(spec: StreamSpec, taken: EntriesTaken) -> pa.Table:
+    """The rows of a range planned elsewhere: each stream's entries in (start, end]."""
+
+    def read(client: redis.Redis, keep: _Keep) -> None:
+        for stream, end in taken.end["streams"].items():
+            cursor = taken.start["streams"].get(stream, {"id": "0-0"})["id"]
+            while cursor != end["id"]:
+                entries = read_chunk(client, stream, cursor, end["id"])
                 if entries:
-                    yield entries_batch(spec, [e[0] for e in entries], [e[1] for e in entries],
-                                        arrow)
+                    keep(entries)
                 if len(entries) < READ_CHUNK:
                     break
                 cursor = entries[-1][0].decode()
+
+    return _decoded(spec, "reading an epoch's entries", read)[1]
+
+
+def _decoded(spec: StreamSpec, step: str,
+             action: Callable[[redis.Redis, _Keep], Any]) -> tuple[Any, pa.Table]:
+    """What ``action`` returns and the rows of the chunks of entries it kept, each decoded
+    as it came; a retry (the broker restarting) starts again from no rows."""
+    schema = arrow_schema(spec)
+    batches: list[pa.RecordBatch] = []
+
+    def keep(entries: list[Any]) -> None:
+        batches.append(entries_batch(spec, [e[0] for e in entries], [e[1] for e in entries],
+                                     schema))
+
+    def attempt(client: redis.Redis) -> Any:
+        batches.clear()
+        return action(client, keep)
+
+    result = with_reconnect(spec, step, attempt)
+    return result, pa.Table.from_batches(batches, schema)
 
 
 def _schema(spec: StreamSpec) -> StructType:

@@ -10,10 +10,11 @@ import time
 from collections.abc import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
+import pyarrow as pa
 import pytest
-from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from engine.runtime.errors import UnsupportedJobError, failure_of
+from engine.runtime.io.broker.columnar import arrow_schema
 from engine.runtime.io.broker.nats_client import NatsSpec
 from engine.runtime.io.broker.nats_offsets import (
     advance,
@@ -64,13 +65,9 @@ def test_a_range_is_read_in_parts_that_cover_it_exactly() -> None:
                                             ("B", 0, 4)]
 
 
-_TYPES = {"long": LongType(), "timestamp": TimestampType(), "string": StringType()}
-
-
-def _schema(spec: NatsSpec) -> StructType:
-    """The rows' schema as the reader gets it (built here without a JVM)."""
-    return StructType([StructField(name, _TYPES[kind])
-                       for name, kind in spec.decoding().output_columns()])
+def _schema(spec: NatsSpec) -> pa.Schema:
+    """The rows' schema as the reader decodes into it."""
+    return arrow_schema(spec.decoding())
 
 
 def test_messages_decode_in_bulk_as_one_by_one_and_misfits_become_dead_letters() -> None:

@@ -1,0 +1,93 @@
+"""The rows of a broker source's planned ranges, kept in the driver between the plan and the
+epoch, and the next range read ahead on a thread while an epoch runs.
+
+A source that is behind (its epoch took its whole cap) will take the next cap's worth right
+after: reading it while the epoch before runs takes the read off the epochs' path, the
+broker's and the decoding's work overlapping Spark's; the rows are handed to Spark there too
+(building the DataFrame converts them in the JVM). What was read ahead is used only if the
+next plan takes exactly that range; otherwise it is dropped and the plan's range read.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+
+@dataclass(frozen=True)
+class RangeRows:
+    """A planned range (a source's take) and the rows of its entries."""
+
+    taken: Any
+    rows: pa.Table
+    frame: DataFrame | None = None
+    """The rows as a DataFrame, when they were handed to Spark ahead too."""
+
+
+class ReadAhead:
+    """Per source (by key): the rows of the range it planned last, and its next range's,
+    read ahead."""
+
+    def __init__(self, thread_name: str) -> None:
+        self._lock = threading.Lock()
+        self._planned: dict[Hashable, RangeRows] = {}
+        self._ahead: dict[Hashable, Future[RangeRows]] = {}
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name)
+
+    def ahead(self, source: Hashable) -> RangeRows | None:
+        """The range read ahead for ``source`` (once), None if none was or its read failed
+        (the plan's read reports the error)."""
+        with self._lock:
+            future = self._ahead.pop(source, None)
+        if future is None:
+            return None
+        try:
+            return future.result()
+        except Exception:  # noqa: BLE001 - read again on the epoch's path, which reports it
+            return None
+
+    def read_ahead(self, source: Hashable, read: Callable[[], RangeRows]) -> None:
+        """Starts reading ``source``'s next range."""
+        future = self._reader.submit(read)
+        with self._lock:
+            self._ahead[source] = future
+
+    def keep(self, source: Hashable, planned: RangeRows) -> None:
+        """``source``'s planned range, its rows read, for the epoch that runs it."""
+        with self._lock:
+            self._planned[source] = planned
+
+    def frame(self, spark: SparkSession, source: Hashable, taken: Any, schema: StructType,
+              read: Callable[[], pa.Table]) -> DataFrame:
+        """The rows of ``taken`` as a DataFrame: as handed to Spark ahead, else from the
+        rows kept for ``source``'s last plan, else from ``read()``."""
+        planned = self.planned(source, taken)
+        if planned is not None and planned.frame is not None:
+            return planned.frame
+        return rows_frame(spark, schema, planned.rows if planned is not None else read())
+
+    def planned(self, source: Hashable, taken: Any) -> RangeRows | None:
+        """``taken`` and its rows if they were read for ``source``'s last plan."""
+        with self._lock:
+            planned = self._planned.get(source)
+        return planned if planned is not None and planned.taken == taken else None
+
+
+def range_rows(taken: Any, rows: pa.Table, spark: SparkSession | None,
+               schema: Callable[[], StructType]) -> RangeRows:
+    """``taken`` and its rows, handed to ``spark`` if given (on the read-ahead thread)."""
+    return RangeRows(taken, rows, None if spark is None else rows_frame(spark, schema(), rows))
+
+
+def rows_frame(spark: SparkSession, schema: StructType, rows: pa.Table) -> DataFrame:
+    """Decoded rows as a DataFrame of ``schema``."""
+    if not rows.num_rows:
+        return spark.createDataFrame([], schema)
+    return spark.createDataFrame(rows, schema)

@@ -22,6 +22,7 @@ from engine.runtime.control.channel import ControlChannel, open_control_channel
 from engine.runtime.control.messages import CommandKind, CommandRequest
 from engine.runtime.driver.job_run import JobRun, RunOptions
 from engine.runtime.driver.kept_state import run_store
+from engine.runtime.driver.metrics import CollectingPublisher
 from engine.runtime.spark.session import build_session
 from engine.runtime.state.redis_durability import require_durable
 
@@ -89,7 +90,7 @@ def warm_session(*, master: str) -> SparkSession:
     worker daemon)."""
     session = build_session(master=master, app_name="streamscale-standby")
     with tempfile.TemporaryDirectory(prefix="streamscale-warm-up-") as checkpoint:
-        run = start_run(_WARM_UP_JOB, checkpoint=checkpoint, publisher=_Unpublished(),
+        run = start_run(_WARM_UP_JOB, checkpoint=checkpoint, publisher=CollectingPublisher(),
                         spark=session, trigger_ms=0, stop_after_epoch=WARM_UP_EPOCHS - 1)
         run.wait()
     return session
@@ -109,13 +110,6 @@ _WARM_UP_JOB = {
     "edges": [{"from": "events", "to": "views"}, {"from": "views", "to": "counts"},
               {"from": "counts", "to": "out"}],
 }
-
-
-class _Unpublished:
-    """The warm-up run's metrics go nowhere."""
-
-    def publish_epoch(self, run_id: str, epoch_metrics: dict[str, Any]) -> None:
-        pass
 
 
 def _name_of(document: Mapping[str, Any] | JobGraph) -> str:

@@ -5,7 +5,8 @@ and Redis): a keyed window job with a Postgres sink is started through the API, 
 driver process is killed with SIGKILL ``kills`` times, at a random moment of an epoch, each
 time once the run is running again. One run keeps its keyed state in the embedded store
 (Spark ``local``); with ``redis_kills`` a second stack runs the same job on a loopback
-standalone cluster, whose runs keep their state in the Redis store. Everything is seen
+standalone cluster, whose runs keep their state in the Redis store; the cluster has room for
+the warm standby's application beside the run's (``WARM_STANDBY_CLUSTER``). Everything is seen
 through the product: the API's run and its epochs' metrics (recorded in Postgres).
 
 Figures (the JSON line):
@@ -15,7 +16,7 @@ Figures (the JSON line):
 - ``first_epoch_s_p50``: from the start request to the run's first finished epoch (the stack
   started, its warm standby up);
 - ``standby_ready_s`` (per run): after each recovery, until the next warm standby was up, when
-  the next kill came (a local master only: a cluster run has none);
+  the next kill came;
 - ``collisions``: restarts spent on anything but the kills (a successor meeting a driver still
   alive, say): every restart recorded must name the kill of its predecessor;
 - ``exact``: each run's sink holds exactly the windows its logged epochs closed;
@@ -79,10 +80,11 @@ def _measure_stack(store: str, kills: int, rng: random.Random, *, cluster: bool)
         stack = PrivateStack(demo=False)
         if cluster:
             stack.env["SPARK_MASTER"] = cleanup.enter_context(_loopback_cluster())
+            stack.env["WARM_STANDBY_CLUSTER"] = "true"
         stack.start()
         cleanup.callback(stack.stop)
         _progress(f"{store}: stack up at {stack.url}")
-        return _measure_run(stack, store, kills, rng, cluster=cluster)
+        return _measure_run(stack, store, kills, rng)
 
 
 @contextlib.contextmanager
@@ -90,7 +92,9 @@ def _loopback_cluster():
     from tests.engine.runtime.cluster import LoopbackCluster
 
     with tempfile.TemporaryDirectory(prefix="bench-recovery-cluster-") as workdir:
-        cluster = LoopbackCluster(Path(workdir), workers=1, cores=2)
+        # Room for the run's application and the warm standby's, two cores each (the
+        # standby's executors idle until it takes a run over).
+        cluster = LoopbackCluster(Path(workdir), workers=1, cores=4, memory="3g", app_cores=2)
         cluster.start()
         try:
             yield cluster.url
@@ -98,8 +102,7 @@ def _loopback_cluster():
             cluster.stop()
 
 
-def _measure_run(stack: PrivateStack, store: str, kills: int, rng: random.Random, *,
-                 cluster: bool) -> dict:
+def _measure_run(stack: PrivateStack, store: str, kills: int, rng: random.Random) -> dict:
     from tests.engine.runtime.jobs import window_job
 
     api = stack.client(username="bench", role="admin")
@@ -107,8 +110,7 @@ def _measure_run(stack: PrivateStack, store: str, kills: int, rng: random.Random
     # Saving a job checks its expressions on a JVM of the web server's, started on first use.
     job = api.post("/api/jobs", window_job({"type": "sink.postgres", "params": {"table": table}},
                                            parallelism=2), timeout=RUN_TIMEOUT_S)
-    if not cluster:
-        wait_for(lambda: standbys_ready(stack), timeout=RUN_TIMEOUT_S, what="a warm standby")
+    wait_for(lambda: standbys_ready(stack), timeout=RUN_TIMEOUT_S, what="a warm standby")
     pressed = time.time()
     run_id = api.post(f"/api/jobs/{job['id']}/runs", {})["run_id"]
     first = wait_for(lambda: epochs_after(api, run_id, -1, pressed), timeout=RUN_TIMEOUT_S,
@@ -118,13 +120,12 @@ def _measure_run(stack: PrivateStack, store: str, kills: int, rng: random.Random
     recover_s, ready_s = [], []
     for kill in range(1, kills + 1):
         # Each kill meets the product as a crash would in its steady state: the run running
-        # and, where the product keeps one, a warm standby up (how long that took after the
+        # and its warm standby up (how long that took after the
         # last recovery is ``standby_ready_s``).
-        if not cluster:
-            since = time.time()
-            wait_for(lambda: standbys_ready(stack), timeout=RUN_TIMEOUT_S,
-                     what="a warm standby", interval=0.2)
-            ready_s.append(round(time.time() - since, 2))
+        since = time.time()
+        wait_for(lambda: standbys_ready(stack), timeout=RUN_TIMEOUT_S,
+                 what="a warm standby", interval=0.2)
+        ready_s.append(round(time.time() - since, 2))
         # A random moment of an epoch (they start a second apart, after a few of the driver's)
         time.sleep(1.0 + rng.random() * 2.0)
         restarts = api.get(f"/api/runs/{run_id}")["restarts"]

@@ -58,6 +58,9 @@ class Config:
     warm_standby: bool = True
     """Whether a driver process is kept started, Spark up, for the next run start or restart
     (``webapp.runs.standby``)."""
+    warm_standby_cluster: bool = False
+    """Whether the warm standby is kept on a standalone cluster too: its application holds
+    executors of its own, so the cluster must have room for one more application."""
 
 
 def load_config(environ: Mapping[str, str] | None = None) -> Config:
@@ -107,6 +110,7 @@ def load_config(environ: Mapping[str, str] | None = None) -> Config:
         autoscale_down_window_s=_positive_int(env, "AUTOSCALE_DOWN_WINDOW_S", default=300),
         demo=_bool(env, "STREAMSCALE_DEMO", default=True),
         warm_standby=_bool(env, "WARM_STANDBY", default=True),
+        warm_standby_cluster=_bool(env, "WARM_STANDBY_CLUSTER", default=False),
     )
 
 

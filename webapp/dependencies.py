@@ -28,8 +28,8 @@ REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, B
 DATABASE_DOWN = (DjangoOperationalError, DjangoInterfaceError, psycopg2.OperationalError,
                  psycopg2.InterfaceError)
 BEAT_KEY = "streamscale:beat:last"
-# The beat sends runs_watch every 2 s; this many seconds without one means beat (or the worker
-# that runs it) is not doing its job.
+# The beat sends runs_watch every RUNS_WATCH_S; this many seconds without one means beat (or
+# the worker that runs it) is not doing its job.
 BEAT_SILENT_AFTER_S = 30.0
 
 
@@ -111,7 +111,8 @@ def dependency_checks() -> dict[str, dict[str, Any]]:
 
 
 def beat_tick_record() -> None:
-    """Called by the task beat sends every 2 s: the moment ``/healthz`` judges beat by."""
+    """Called by the task beat sends every ``RUNS_WATCH_S``: the moment ``/healthz`` judges
+    beat by."""
     client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
     with client:
         client.set(BEAT_KEY, repr(time.time()), ex=int(BEAT_SILENT_AFTER_S * 10))
@@ -150,7 +151,7 @@ def _celery_beat() -> None:
     silent = time.time() - float(raw)
     if silent > BEAT_SILENT_AFTER_S:
         raise RuntimeError(f"the last task sent by Celery beat ran {silent:.0f} s ago; beat "
-                           f"sends one every 2 s (is beat running?)")
+                           f"sends one every {settings.RUNS_WATCH_S:g} s (is beat running?)")
 
 
 def _celery_worker() -> None:

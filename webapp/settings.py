@@ -54,6 +54,7 @@ VAR_DIR = CONFIG.var_dir
 AUDIT_RETENTION_DAYS = CONFIG.audit_retention_days
 RUN_START_TIMEOUT_S = CONFIG.run_start_timeout_s
 WARM_STANDBY = CONFIG.warm_standby
+WARM_STANDBY_CLUSTER = CONFIG.warm_standby_cluster
 DATA_DIR = CONFIG.data_dir
 # Jobs' Postgres sinks write only to this database and schema, never the product's tables.
 SINK_DATABASE_URL = CONFIG.sink_database_url or DATABASE_URL
@@ -147,14 +148,16 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 3600
+# The watcher's beat: half of it, on average, is how long a dead driver waits to be noticed.
+RUNS_WATCH_S = 1.0
 CELERY_BEAT_SCHEDULE = {
     "audit-prune-daily": {"task": "webapp.audit.tasks.audit_prune", "schedule": 24 * 3600.0},
     # Per-epoch metrics past METRICS_FULL_RESOLUTION_S become one-minute roll-ups.
     "metrics-compact": {"task": "webapp.jobs.tasks.metrics_compact", "schedule": 60.0,
                         "options": {"expires": 60.0}},
     # Drivers that die are noticed within this period and restarted from their checkpoints.
-    "runs-watch": {"task": "webapp.runs.tasks.runs_watch", "schedule": 2.0,
-                   "options": {"expires": 2.0}},
+    "runs-watch": {"task": "webapp.runs.tasks.runs_watch", "schedule": RUNS_WATCH_S,
+                   "options": {"expires": RUNS_WATCH_S}},
     "autoscale-evaluate": {"task": "webapp.autoscaling.tasks.autoscale_evaluate",
                            "schedule": 10.0, "options": {"expires": 10.0}},
 }

@@ -33,6 +33,7 @@ from webapp.config import ConfigError, load_config, parse_database_url
         ("AUTOSCALE_DOWN_WINDOW_S", "0"),
         ("STREAMSCALE_DEMO", "sometimes"),
         ("WARM_STANDBY", "perhaps"),
+        ("WARM_STANDBY_CLUSTER", "if needed"),
     ],
 )
 def test_malformed_value_names_the_variable(name, value):
@@ -49,6 +50,7 @@ def test_defaults_are_the_embedded_setup():
     assert config.demo is True
     assert config.autoscale_down_window_s == 300
     assert config.warm_standby is True
+    assert config.warm_standby_cluster is False
 
 
 def test_valid_values_are_taken():
@@ -61,6 +63,7 @@ def test_valid_values_are_taken():
             "DEBUG": "yes",
             "STREAMSCALE_DEMO": "off",
             "WARM_STANDBY": "false",
+            "WARM_STANDBY_CLUSTER": "true",
         }
     )
     assert config.spark_master == "spark://127.0.0.1:7077"
@@ -68,6 +71,7 @@ def test_valid_values_are_taken():
     assert config.debug is True
     assert config.demo is False
     assert config.warm_standby is False
+    assert config.warm_standby_cluster is True
 
 
 def test_database_url_with_socket_directory():

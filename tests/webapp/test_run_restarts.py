@@ -40,7 +40,7 @@ def test_the_start_body_sets_the_strategy_and_the_api_and_page_show_it(
     shown = api.get(f"/api/runs/{run_id}").json()
     assert shown["restart"] == {"strategy": "fixed", "attempts": 2, "delay_s": 5.0}
     page = session_client(Role.VIEWER).get(f"/runs/{run_id}/").content.decode()
-    assert "fixed: 2 attempts, 5 s apart" in page
+    assert "fixed: 2 attempts, each 5 s after its crash" in page
 
 
 @pytest.mark.django_db
@@ -135,6 +135,46 @@ def test_a_transient_crash_waits_out_its_back_off(live_run, settings, tmp_path) 
     assert runs_watch() == []
     run.refresh_from_db()
     assert run.status == RunStatus.RUNNING and run.restarts == 5
+
+
+@pytest.mark.django_db
+def test_a_driver_up_longer_than_its_back_off_restarts_at_once(
+        live_run, settings, tmp_path, monkeypatch) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from webapp.jobs.models import Run
+    from webapp.runs import supervision
+
+    launched: list[int] = []
+    monkeypatch.setattr(supervision, "run_launch",
+                        lambda *, run_id: launched.append(run_id) or "driver started")
+    run = _crashed_run(live_run, settings, tmp_path, code=-9)
+    # The sixth restart waits 16 s after the fifth: this driver, its fifth, ran for 20 s.
+    Run.objects.filter(pk=run.pk).update(
+        restarts=5, driver_launched_at=timezone.now() - timedelta(seconds=20))
+    assert supervision.runs_watch() == [f"run {run.pk}: driver started"]
+    run.refresh_from_db()
+    assert launched == [run.pk] and run.restarts == 6
+
+
+@pytest.mark.django_db
+def test_a_fixed_delay_counts_from_the_crash(live_run, settings, tmp_path) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from webapp.jobs.models import Run, RunStatus
+    from webapp.runs.supervision import runs_watch
+
+    run = _crashed_run(live_run, settings, tmp_path, code=-9)  # it crashed a moment ago
+    Run.objects.filter(pk=run.pk).update(
+        restart_strategy=RestartStrategy.FIXED, restart_attempts=3, restart_delay_s=5.0,
+        driver_launched_at=timezone.now() - timedelta(seconds=20))
+    assert runs_watch() == []
+    run.refresh_from_db()
+    assert run.status == RunStatus.RUNNING and run.restarts == 0
 
 
 @pytest.mark.django_db

@@ -126,9 +126,10 @@ class RestartIn(_Body):
 
     strategy: Literal[tuple(RestartStrategy.values)] = Field(  # type: ignore[valid-type]
         RestartStrategy.EXPONENTIAL,
-        description="exponential: the first restart at once, then 1 s doubling to 60 s, no "
-                    "attempt limit; fixed: `attempts` restarts `delay_s` apart; none: the first "
-                    "crash fails the run")
+        description="exponential: the first restart at once, then 1 s doubling to 60 s "
+                    "between one restart and the next, no attempt limit; fixed: `attempts` "
+                    "restarts, each `delay_s` after its crash; none: the first crash fails the "
+                    "run")
     attempts: int | None = Field(None, ge=0, le=restarts.MAX_ATTEMPTS,
                                  description=f"fixed only (default {restarts.FIXED_ATTEMPTS})")
     delay_s: float | None = Field(None, ge=0, le=restarts.MAX_DELAY_S,

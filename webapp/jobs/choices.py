@@ -17,7 +17,7 @@ class RunStatus(models.TextChoices):
 
 
 class RestartStrategy(models.TextChoices):
-    EXPONENTIAL = "exponential"  # at once, then 1 s doubling to 60 s, no limit
+    EXPONENTIAL = "exponential"  # at once, then 1 s doubling to 60 s between restarts
     FIXED = "fixed"  # a number of attempts, a fixed delay apart
     NONE = "none"  # the first crash fails the run
 

@@ -19,9 +19,9 @@ MAX_ATTEMPTS, MAX_DELAY_S = 1000, 3600.0
 
 @dataclass(frozen=True)
 class RestartPolicy:
-    """``exponential`` (the first restart at once, then 1 s doubling to 60 s, without end),
-    ``fixed`` (``attempts`` restarts
-    ``delay_s`` apart) or ``none`` (the first crash fails the run)."""
+    """``exponential`` (the first restart at once, then 1 s doubling to 60 s between one
+    restart's launch and the next, without end), ``fixed`` (``attempts`` restarts, each
+    ``delay_s`` after its crash) or ``none`` (the first crash fails the run)."""
 
     strategy: str = RestartStrategy.EXPONENTIAL
     attempts: int | None = None
@@ -43,11 +43,11 @@ class RestartPolicy:
     def describe(self) -> str:
         """As the run page shows it."""
         if self.strategy == RestartStrategy.FIXED:
-            return f"fixed: {self.attempts} attempts, {self.delay_s:g} s apart"
+            return f"fixed: {self.attempts} attempts, each {self.delay_s:g} s after its crash"
         if self.strategy == RestartStrategy.NONE:
             return "none: the first crash fails the run"
         return (f"exponential: at once, then {EXPONENTIAL_FIRST_S:g} s doubling to "
-                f"{EXPONENTIAL_MAX_S:g} s, no attempt limit")
+                f"{EXPONENTIAL_MAX_S:g} s between restarts, no attempt limit")
 
     def as_json(self) -> dict:
         return {"strategy": self.strategy, "attempts": self.attempts, "delay_s": self.delay_s}

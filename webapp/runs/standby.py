@@ -4,9 +4,11 @@ instead of starting a driver from nothing.
 
 A JVM and a SparkSession take seconds to start, most of a restart's time; with a standby, a
 restart waits only for the query to resume from its checkpoint. One free standby is kept per
-host while ``WARM_STANDBY`` is on and the master is local (on a cluster an idle application
-would hold the cluster's cores). None is started while a run of the host is starting or
-recovering: it would take the cores that run's start needs.
+host while ``WARM_STANDBY`` is on and the master is local. On a standalone cluster its idle
+application holds executors, cores the cluster must spare, so it is kept there only with
+``WARM_STANDBY_CLUSTER``; a restart then also skips the launch of its executors. None is
+started while a run of the host is starting or recovering: it would take the cores that run's
+start needs.
 
 A standby lives in ``var/standby/TOKEN``:
 
@@ -152,7 +154,7 @@ def _keep(env: dict[str, str], master: str, starting: bool) -> str | None:
 
 
 def _wanted(master: str) -> bool:
-    return settings.WARM_STANDBY and master.startswith("local")
+    return settings.WARM_STANDBY and (master.startswith("local") or settings.WARM_STANDBY_CLUSTER)
 
 
 def _spawn(env: dict[str, str], digest: str) -> int:

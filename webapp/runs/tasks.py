@@ -15,6 +15,7 @@ def run_launch(run_id: int) -> str:
 @shared_task(acks_late=True, ignore_result=True)
 def runs_watch() -> list[str]:
     """Find drivers that died, restart them from their checkpoints, and settle stopped runs.
-    Beat sends it every 2 s, so its run is also the beat's sign of life for ``/healthz``."""
+    Beat sends it every ``RUNS_WATCH_S``, so its run is also the beat's sign of life for
+    ``/healthz``."""
     beat_tick_record()
     return supervision.runs_watch()

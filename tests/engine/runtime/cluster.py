@@ -26,6 +26,8 @@ class LoopbackCluster:
     workdir: Path
     workers: int = 2
     cores: int = 1
+    memory: str = "1g"
+    app_cores: int | None = None  # the master's cap on each application's cores
     url: str = ""
     processes: list[subprocess.Popen] = field(default_factory=list)
 
@@ -40,6 +42,8 @@ class LoopbackCluster:
             # The Redis store's cache of state runs, as one machine's workers share it.
             "STREAMSCALE_RUNS_CACHE": str(self.workdir / "runs-cache"),
         }
+        if self.app_cores is not None:
+            env["SPARK_MASTER_OPTS"] = f"-Dspark.deploy.defaultCores={self.app_cores}"
         port = free_port()
         self.url = f"spark://127.0.0.1:{port}"
         spark_class = str(home / "bin" / "spark-class")
@@ -69,7 +73,7 @@ class LoopbackCluster:
                     "--cores",
                     str(self.cores),
                     "--memory",
-                    "1g",
+                    self.memory,
                     "--webui-port",
                     str(free_port()),
                     "--work-dir",

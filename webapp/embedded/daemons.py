@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self, overload
+from typing import Any, ClassVar, Self, overload
 
 import psutil
 
@@ -81,24 +81,31 @@ class InFolder:
 
 @dataclass(frozen=True)
 class ServiceFolder:
-    """The folder of one embedded server (``service``: "postgres", "redis"; its processes run
-    ``executable``): its log, its lock file, the port it chose and its password, each in a
-    file of its own."""
+    """The folder of one embedded server: its log, its lock file, the port it chose and its
+    password, each in a file of its own. A subclass names its server where it is declared:
+    ``class _NatsFiles(DaemonFolder, service="nats", executable="nats-server")``."""
 
     root: Path
-    service: str
-    executable: str
+
+    service: ClassVar[str]  # "postgres", "redis": names the folder, its files and its errors
+    executable: ClassVar[str]  # what the server's processes run, to tell them from others
 
     log = InFolder("{service}.log")
     lock = InFolder("{service}.lock")
     port = InFolder("port")
     password = InFolder("password")
 
+    def __init_subclass__(cls, *, service: str = "", executable: str = "", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if service:
+            cls.service, cls.executable = service, executable
+
     @classmethod
-    def under(cls, var_dir: Path, name: str, **settings: Any) -> Self:
-        """The server's folder ``name`` in ``var_dir``, by its absolute path (the server and
-        its clients outlive the caller's working folder)."""
-        return cls(root=Path(var_dir).resolve() / name, **settings)
+    def under(cls, var_dir: Path, name: str | None = None, **settings: Any) -> Self:
+        """The server's folder in ``var_dir``, named after its service unless ``name`` says
+        otherwise, by its absolute path (the server and its clients outlive the caller's
+        working folder)."""
+        return cls(root=Path(var_dir).resolve() / (name or cls.service), **settings)
 
     def error(self, step: str, detail: str) -> EmbeddedServiceError:
         """The error of ``step``, pointing at the server's log."""

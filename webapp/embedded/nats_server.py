@@ -8,7 +8,6 @@ import shutil
 import socket
 import sys
 import sysconfig
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -26,16 +25,8 @@ from webapp.embedded.daemons import (
 NATS_USER = "streamscale"
 
 
-@dataclass(frozen=True)
-class _NatsFiles(DaemonFolder):
-    service: str = "nats"
-    executable: str = "nats-server"
-
+class _NatsFiles(DaemonFolder, service="nats", executable="nats-server"):
     data = InFolder("jetstream")
-
-
-def _nats_files(var_dir: Path) -> _NatsFiles:
-    return _NatsFiles.under(var_dir, "nats")
 
 
 def _nats_server_binary(files: _NatsFiles) -> str:
@@ -102,16 +93,16 @@ def ensure_nats(*, var_dir: Path) -> str:
     ``var_dir/nats``. Safe to call from several processes at once; the server outlives the
     caller (``stop_nats`` stops it). Returns ``nats://streamscale:PASSWORD@127.0.0.1:PORT``.
     Raises EmbeddedServiceError naming the failed step and the server log."""
-    files = _nats_files(var_dir)
+    files = _NatsFiles.under(var_dir)
     port = ensure_daemon(files, start=partial(_nats_start, files), answers=_answers)
     return nats_url(port=port, password=stored_password(files.password))
 
 
 def nats_running(*, var_dir: Path) -> bool:
     """True if the embedded NATS of ``var_dir`` is running."""
-    return running_daemon(_nats_files(var_dir)) is not None
+    return running_daemon(_NatsFiles.under(var_dir)) is not None
 
 
 def stop_nats(*, var_dir: Path) -> None:
     """Stop the embedded NATS of ``var_dir`` (its JetStream data stays); no-op if stopped."""
-    stop_daemon(_nats_files(var_dir))
+    stop_daemon(_NatsFiles.under(var_dir))

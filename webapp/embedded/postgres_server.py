@@ -45,16 +45,8 @@ MAX_CONNECTIONS = 100
 POSTGRES_SYSTEM_USER = "pgserver"
 
 
-@dataclass(frozen=True)
-class _PostgresFiles(ServiceFolder):
-    service: str = "postgres"
-    executable: str = "postgres"
-
+class _PostgresFiles(ServiceFolder, service="postgres", executable="postgres"):
     data = InFolder("data")
-
-
-def _pg_files(var_dir: Path) -> _PostgresFiles:
-    return _PostgresFiles.under(var_dir, "postgres")
 
 
 def _pg_bin(name: str) -> str:
@@ -300,7 +292,7 @@ def ensure_postgres(*, var_dir: Path) -> str:
     the password generated on first start and kept in ``var_dir/postgres/password``.
     Raises EmbeddedServiceError naming the failed step and the server log.
     """
-    files = _pg_files(var_dir)
+    files = _PostgresFiles.under(var_dir)
     files.root.mkdir(parents=True, exist_ok=True)
     with files.locked():
         running = _postmaster(files)
@@ -336,10 +328,10 @@ def _stop_started(files: _PostgresFiles) -> None:
 
 def postgres_running(*, var_dir: Path) -> bool:
     """True if the embedded PostgreSQL of ``var_dir`` is running."""
-    return _postmaster(_pg_files(var_dir)) is not None
+    return _postmaster(_PostgresFiles.under(var_dir)) is not None
 
 
 def stop_postgres(*, var_dir: Path) -> None:
     """Stop the embedded PostgreSQL of ``var_dir`` (fast shutdown); no-op if it is not running."""
-    files = _pg_files(var_dir)
+    files = _PostgresFiles.under(var_dir)
     stop_server(files, lambda: _postmaster_process(files), first_signal=_FAST_SHUTDOWN)

@@ -22,17 +22,11 @@ from webapp.embedded.daemons import (
 
 
 @dataclass(frozen=True)
-class _RedisFiles(DaemonFolder):
-    service: str = "redis"
-    executable: str = "redis-server"
+class _RedisFiles(DaemonFolder, service="redis", executable="redis-server"):
     fsync: str = "everysec"  # appendfsync: "always" for the keyed state's Redis
 
     def command_mark(self, port: int) -> str:
         return f"{LOOPBACK}:{port}"  # redis-server shows its address, not its config file
-
-
-def _redis_files(var_dir: Path) -> _RedisFiles:
-    return _RedisFiles.under(var_dir, "redis")
 
 
 def _state_redis_files(var_dir: Path) -> _RedisFiles:
@@ -109,7 +103,7 @@ def ensure_redis(*, var_dir: Path) -> str:
     first start and kept in ``var_dir/redis/password``.
     Raises EmbeddedServiceError naming the failed step and the server log.
     """
-    return _ensure(_redis_files(var_dir))
+    return _ensure(_RedisFiles.under(var_dir))
 
 
 def ensure_state_redis(*, var_dir: Path) -> str:
@@ -133,7 +127,7 @@ def _ensure(files: _RedisFiles) -> str:
 
 def redis_running(*, var_dir: Path) -> bool:
     """True if the embedded Redis of ``var_dir`` is running."""
-    return running_daemon(_redis_files(var_dir)) is not None
+    return running_daemon(_RedisFiles.under(var_dir)) is not None
 
 
 def state_redis_running(*, var_dir: Path) -> bool:
@@ -143,7 +137,7 @@ def state_redis_running(*, var_dir: Path) -> bool:
 
 def stop_redis(*, var_dir: Path) -> None:
     """Stop the embedded Redis of ``var_dir`` (flushing its append-only file); no-op if stopped."""
-    stop_daemon(_redis_files(var_dir))
+    stop_daemon(_RedisFiles.under(var_dir))
 
 
 def stop_state_redis(*, var_dir: Path) -> None:

@@ -13,6 +13,8 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -73,6 +75,56 @@ def _query(url: str, sql: str) -> object:
     return row[0] if row else None
 
 
+@dataclass(frozen=True)
+class _Server:
+    """An embedded server as these tests drive it."""
+
+    name: str  # the <name> of embedded.ensure_<name>
+    ensure: Callable[..., str]
+    stop: Callable[..., None]
+    running: Callable[..., bool]
+    pid: Callable[[Path], int]  # the running server's, from its pid file
+    answers: Callable[[str], bool]  # raises ``unreachable`` when nothing serves the URL
+    unreachable: type[Exception]
+
+
+SERVERS = [
+    _Server("postgres", embedded.ensure_postgres, embedded.stop_postgres,
+            embedded.postgres_running, _postmaster_pid,
+            lambda url: _query(url, "SELECT 1") == 1, psycopg2.OperationalError),
+    _Server("redis", embedded.ensure_redis, embedded.stop_redis, embedded.redis_running,
+            _redis_pid, lambda url: redis.Redis.from_url(url, socket_connect_timeout=1).ping(),
+            redis.ConnectionError),
+]
+
+
+# --- Both servers ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("server", SERVERS, ids=lambda server: server.name)
+def test_a_server_outlives_its_starter_and_is_reused(server: _Server, var_dir: Path) -> None:
+    url = _in_other_process(f"ensure_{server.name}", var_dir)  # that process has exited now
+    pid = server.pid(var_dir)
+
+    assert server.answers(url)
+    assert server.ensure(var_dir=var_dir) == url
+    assert server.pid(var_dir) == pid
+
+
+@pytest.mark.parametrize("server", SERVERS, ids=lambda server: server.name)
+def test_stop_stops_a_server_and_is_idempotent(server: _Server, var_dir: Path) -> None:
+    url = server.ensure(var_dir=var_dir)
+    pid = server.pid(var_dir)
+
+    server.stop(var_dir=var_dir)
+
+    _wait_gone(pid)
+    assert not server.running(var_dir=var_dir)
+    with pytest.raises(server.unreachable):
+        server.answers(url)
+    server.stop(var_dir=var_dir)  # nothing to stop: no error
+
+
 # --- PostgreSQL -----------------------------------------------------------------------------
 
 
@@ -110,15 +162,6 @@ def test_a_cluster_made_with_trust_login_gets_its_password(var_dir: Path) -> Non
     assert _query(url, "SELECT 1") == 1
 
 
-def test_postgres_outlives_its_starter_and_is_reused(var_dir: Path) -> None:
-    url = _in_other_process("ensure_postgres", var_dir)  # that process has exited now
-    pid = _postmaster_pid(var_dir)
-
-    assert _query(url, "SELECT 1") == 1
-    assert embedded.ensure_postgres(var_dir=var_dir) == url
-    assert _postmaster_pid(var_dir) == pid
-
-
 def test_concurrent_callers_share_one_postgres(var_dir: Path) -> None:
     code = (
         "from pathlib import Path; from webapp import embedded; "
@@ -133,19 +176,6 @@ def test_concurrent_callers_share_one_postgres(var_dir: Path) -> None:
     assert all(caller.returncode == 0 for caller in callers)
     assert len(urls) == 1
     assert _query(urls.pop(), "SELECT count(*) FROM pg_database WHERE datname='streamscale'") == 1
-
-
-def test_stop_postgres_stops_it_and_is_idempotent(var_dir: Path) -> None:
-    url = embedded.ensure_postgres(var_dir=var_dir)
-    pid = _postmaster_pid(var_dir)
-
-    embedded.stop_postgres(var_dir=var_dir)
-
-    _wait_gone(pid)
-    assert not embedded.postgres_running(var_dir=var_dir)
-    with pytest.raises(psycopg2.OperationalError):
-        _query(url, "SELECT 1")
-    embedded.stop_postgres(var_dir=var_dir)  # nothing to stop: no error
 
 
 def test_postgres_restarts_after_a_kill_left_a_stale_pid_file(var_dir: Path) -> None:
@@ -201,28 +231,6 @@ def test_redis_starts_and_serves_commands(var_dir: Path) -> None:
     client.set("streamscale:test", "value")
     assert client.get("streamscale:test") == b"value"
     client.close()
-
-
-def test_redis_outlives_its_starter_and_is_reused(var_dir: Path) -> None:
-    url = _in_other_process("ensure_redis", var_dir)
-    pid = _redis_pid(var_dir)
-
-    assert redis.Redis.from_url(url).ping()
-    assert embedded.ensure_redis(var_dir=var_dir) == url
-    assert _redis_pid(var_dir) == pid
-
-
-def test_stop_redis_stops_it_and_is_idempotent(var_dir: Path) -> None:
-    url = embedded.ensure_redis(var_dir=var_dir)
-    pid = _redis_pid(var_dir)
-
-    embedded.stop_redis(var_dir=var_dir)
-
-    _wait_gone(pid)
-    assert not embedded.redis_running(var_dir=var_dir)
-    with pytest.raises(redis.ConnectionError):
-        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
-    embedded.stop_redis(var_dir=var_dir)
 
 
 def test_redis_restarts_on_its_port_after_a_kill_left_a_stale_pid_file(var_dir: Path) -> None:

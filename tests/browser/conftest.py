@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -209,6 +210,20 @@ def signed_in(stack, browser) -> Iterator[Callable]:
     assert errors == [], "console errors:\n" + "\n".join(errors)
 
 
+@pytest.fixture
+def fed_run_opened(fed_run, signed_in) -> Callable[..., tuple[Any, int, int]]:
+    """`fed_run_opened(name, history, role="operator")`: `(page, run_id, job_id)`, the page
+    signed in as ``role`` showing a new fed run's page (see ``fed_run``)."""
+
+    def open_run(name: str, history: int, role: str = "operator") -> tuple[Any, int, int]:
+        run_id, job_id = fed_run(name, history)
+        page = signed_in(role)
+        run_page_open(page, run_id)
+        return page, run_id, job_id
+
+    return open_run
+
+
 def wait_live(page) -> None:
     """Until the page's websocket is connected (its state label says "live")."""
     page.wait_for_function("document.querySelector('#live-state').textContent === 'live'")
@@ -255,6 +270,20 @@ def api(page, method: str, path: str, body: dict) -> dict:
                headers: {"Content-Type": "application/json", "X-CSRFToken": csrf}});
              return {status: r.status, body: await r.json()};
            }""", [method, path, body])
+
+
+def reconfigure(page, run_id: int, **change: Any) -> dict:
+    """Request ``change`` of the run through the API as the signed-in user; it must be
+    accepted. The answer's body."""
+    answer = api(page, "POST", f"/api/runs/{run_id}/reconfigurations", change)
+    assert answer["status"] == 202, answer
+    return answer["body"]
+
+
+def history_entry(page, action: str):
+    """The row of the History page's entry of ``action`` (e.g. "reconfiguration.rescale")."""
+    return page.locator("#history-rows tr[data-action]").filter(
+        has=page.locator(f"code:text-is('{action}')"))
 
 
 def screenshot(page, name: str, *, full_page: bool = True) -> None:

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import api, run_page_open
+from tests.browser.conftest import history_entry, reconfigure
 from tests.browser.test_reconfiguration_pages import _applied
 
 pytestmark = pytest.mark.browser
@@ -18,23 +18,17 @@ pytestmark = pytest.mark.browser
 FIGURE = re.compile(r"^(—|measuring…|[\d.]+[kM]?/s|\d+ ms|\d+\.\d s)$")
 
 
-def test_history_reads_unambiguously(fed_run, signed_in):
-    run_id, job_id = fed_run("history-reads", 30)
-    page = signed_in("operator")
-    run_page_open(page, run_id)
-    rebalance = api(page, "POST", f"/api/runs/{run_id}/reconfigurations",
-                    {"kind": "rebalance", "operator": "counts", "reason": "the low groups are hot"})
-    assert rebalance["status"] == 202, rebalance
+def test_history_reads_unambiguously(fed_run_opened):
+    page, run_id, job_id = fed_run_opened("history-reads", 30)
+    reconfigure(page, run_id, kind="rebalance", operator="counts",
+                reason="the low groups are hot")
     _applied(page, "rebalance")
-    rescale = api(page, "POST", f"/api/runs/{run_id}/reconfigurations",
-                  {"kind": "rescale", "operator": "counts", "parallelism": 1,
-                   "reason": "one is enough"})
-    assert rescale["status"] == 202, rescale
+    reconfigure(page, run_id, kind="rescale", operator="counts", parallelism=1,
+                reason="one is enough")
     _applied(page, "rescale")
 
     page.goto(f"/history/?job={job_id}")
-    rows = page.locator("#history-rows tr[data-action]")
-    scaled = rows.filter(has=page.locator("code:text-is('reconfiguration.rescale')"))
+    scaled = history_entry(page, "reconfiguration.rescale")
     summary = scaled.locator("summary").inner_text()
     assert "instances of counts: 2 -> 1 (-1)" in summary, summary
     assert not re.search(r"\(\+\d+\)", summary), summary
@@ -42,7 +36,7 @@ def test_history_reads_unambiguously(fed_run, signed_in):
     cells = scaled.locator(".figures td").all_inner_texts()
     assert cells and all(FIGURE.match(c.strip()) for c in cells), cells
 
-    moved = rows.filter(has=page.locator("code:text-is('reconfiguration.rebalance')"))
+    moved = history_entry(page, "reconfiguration.rebalance")
     moved.locator("summary").click()
     detail = moved.locator(".changes").inner_text()
     assert re.search(r"key groups of counts change instance: \d+(-\d+)? \d->\d", detail), detail

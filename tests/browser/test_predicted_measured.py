@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import api, run_page_open, screenshot
+from tests.browser.conftest import history_entry, reconfigure, screenshot
 from tests.browser.test_reconfiguration_pages import _applied, _wait_epoch
 
 pytestmark = pytest.mark.browser
@@ -16,10 +16,8 @@ pytestmark = pytest.mark.browser
 RATE = re.compile(r"^[\d.]+[kM]?/s$")
 
 
-def test_history_shows_the_prediction_beside_the_measured_epochs(fed_run, signed_in):
-    run_id, job_id = fed_run("predicted-measured", 20)
-    page = signed_in("operator")
-    run_page_open(page, run_id)
+def test_history_shows_the_prediction_beside_the_measured_epochs(fed_run_opened):
+    page, run_id, job_id = fed_run_opened("predicted-measured", 20)
     _wait_epoch(page, 26)  # the preview's window of epochs, measured
     bottleneck = page.wait_for_selector(".run-node.bottleneck").get_attribute("data-operator")
     page.click(f'[data-operator="{bottleneck}"] button.plus')
@@ -29,14 +27,12 @@ def test_history_shows_the_prediction_beside_the_measured_epochs(fed_run, signed
     page.click("#scale-apply")
     _applied(page, "rescale")
     applied_at = int(page.inner_text("#kpi-epoch"))
-    logic = api(page, "POST", f"/api/runs/{run_id}/reconfigurations", {
-        "kind": "logic", "operator": "clean", "params": {"condition": "campaign_id > 0"}})
-    assert logic["status"] == 202, logic
+    reconfigure(page, run_id, kind="logic", operator="clean",
+                params={"condition": "campaign_id > 0"})
     _wait_epoch(page, applied_at + 7)  # the epochs after it, measured
 
     page.goto(f"/history/?job={job_id}")
-    rows = page.locator("#history-rows tr[data-action]")
-    scaled = rows.filter(has=page.locator("code:text-is('reconfiguration.rescale')"))
+    scaled = history_entry(page, "reconfiguration.rescale")
     scaled.locator("summary").click()
     table = scaled.locator("[data-testid=predicted-measured]")
     assert "Predicted when requested" in table.locator("caption").inner_text()
@@ -51,7 +47,7 @@ def test_history_shows_the_prediction_beside_the_measured_epochs(fed_run, signed
     assert all(re.fullmatch(r"[01]\.\d\d", cell) for cell in etp), etp
     screenshot(scaled, "history-prediction")
 
-    changed = rows.filter(has=page.locator("code:text-is('reconfiguration.logic')"))
+    changed = history_entry(page, "reconfiguration.logic")
     changed.locator("summary").click()
     assert changed.locator("[data-testid=no-prediction]").inner_text().startswith(
         "No prediction was kept with this change")

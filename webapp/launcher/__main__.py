@@ -18,7 +18,7 @@ from pathlib import Path
 from types import FrameType
 
 from webapp import embedded
-from webapp.config import BASE_DIR, ConfigError, load_config
+from webapp.config import BASE_DIR, Config, ConfigError, load_config
 from webapp.demo_stream import demo_producer_argv
 from webapp.embedded.daemons import port_is_free
 from webapp.launcher.children import ChildGroup, say, stop_left_behind
@@ -79,13 +79,13 @@ def _prepare_database(group: ChildGroup) -> None:
         raise LaunchError("python manage.py ensure_demo failed (output above)")
 
 
-def _start_processes(group: ChildGroup, *, port: int, var_dir: Path) -> None:
+def _start_processes(group: ChildGroup, *, port: int, var_dir: Path, config: Config) -> None:
     celery = _executable("celery")
     # Worker processes use both cores; each runs WEB_THREADS request threads (webapp.bounded).
     # The server prepares its request threads' connections and its code at start (webapp.asgi).
     group.start("web", [
         _executable("uvicorn"), "webapp.asgi:application", "--host", HOST, "--port", str(port),
-        "--workers", str(load_config().web_workers), "--lifespan", "off", "--no-access-log",
+        "--workers", str(config.web_workers), "--lifespan", "off", "--no-access-log",
         "--no-proxy-headers",
         # A worker busy with a burst on a loaded machine can miss uvicorn's 5 s ping; it is
         # busy, not hung, and killing it would drop its requests and reopen its connections.
@@ -95,7 +95,7 @@ def _start_processes(group: ChildGroup, *, port: int, var_dir: Path) -> None:
         "worker",
         [celery, "-A", "webapp", "worker", "--loglevel=info", "--concurrency=2", "--pool=prefork"],
     )
-    if load_config().demo:
+    if config.demo:
         group.start("producer", demo_producer_argv(sys.executable))
     group.start(
         "beat",
@@ -139,9 +139,7 @@ def _serve(
     var_dir: Path,
     port: int,
     url: str,
-    database_url: str | None,
-    redis_url: str | None,
-    nats_url: str | None = None,
+    config: Config,
 ) -> None:
     """Every start-up step, then supervision; leaves only by exception."""
     left = stop_left_behind(var_dir / CHILDREN_FILE)
@@ -151,13 +149,13 @@ def _serve(
     if not port_is_free(port, HOST):
         raise LaunchError(f"port {port} on {HOST} is already in use: pass --port N or set PORT")
     ensure_services(
-        var_dir=var_dir, database_url=database_url, redis_url=redis_url, services=services,
-        nats_url=nats_url,
+        var_dir=var_dir, database_url=config.database_url, redis_url=config.redis_url,
+        services=services, nats_url=config.nats_url,
     )
     group.env = _child_env(var_dir=var_dir, services=services)
     _prepare_database(group)
     services.migrated = True
-    _start_processes(group, port=port, var_dir=var_dir)
+    _start_processes(group, port=port, var_dir=var_dir, config=config)
     _wait_healthy(group, url=url)
     say(f"streamscale is running at {url}  (Ctrl-C to stop)")
     Supervisor(group, services).run_forever()
@@ -179,11 +177,9 @@ def _suspend_drivers(group: ChildGroup, services: Services) -> None:
         )
 
 
-def cmd_run(
-    *, var_dir: Path, port: int, database_url: str | None, redis_url: str | None,
-    state_redis: bool = False, nats_url: str | None = None,
-) -> int:
-    """Run the whole product until a signal (exit 0) or a failure (exit 1)."""
+def cmd_run(*, var_dir: Path, port: int, config: Config) -> int:
+    """Run the whole product until a signal (exit 0) or a failure (exit 1), on the servers
+    ``config`` names (embedded ones for those it leaves unset)."""
     url = f"http://{HOST}:{port}/"
     lock = acquire_run_lock(var_dir=var_dir, url=url)
     if isinstance(lock, LockHolder):
@@ -195,19 +191,11 @@ def cmd_run(
     signal.signal(signal.SIGINT, _raise_shutdown)
     signal.signal(signal.SIGTERM, _raise_shutdown)
     group = ChildGroup(cwd=BASE_DIR, env={}, pid_file=var_dir / CHILDREN_FILE)
+    state_redis = config.spark_master.startswith("spark://") and not config.state_redis_url
     services = Services("", "", state_redis=state_redis)
     code = 1
     try:
-        _serve(
-            group,
-            services,
-            var_dir=var_dir,
-            port=port,
-            url=url,
-            database_url=database_url,
-            redis_url=redis_url,
-            nats_url=nats_url,
-        )
+        _serve(group, services, var_dir=var_dir, port=port, url=url, config=config)
     except Shutdown as reason:
         say(f"[launcher] {reason}: stopping")
         code = 0
@@ -294,11 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except embedded.EmbeddedError as error:
         print(f"streamscale: {error}", file=sys.stderr)
         return 1
-    return cmd_run(
-        var_dir=var_dir, port=port, database_url=config.database_url, redis_url=config.redis_url,
-        state_redis=config.spark_master.startswith("spark://") and not config.state_redis_url,
-        nats_url=config.nats_url,
-    )
+    return cmd_run(var_dir=var_dir, port=port, config=config)
 
 
 if __name__ == "__main__":

@@ -105,10 +105,6 @@ class RunFailure:
                    else "the job's own error, not retried: it recurs on the same data and plan")
         return f"{where}{self.cause} ({verdict})"
 
-    def as_record(self) -> dict[str, Any]:
-        """Plain data, as the driver hands it to its supervisor."""
-        return {"kind": self.kind, "cause": self.cause, "operator": self.operator}
-
 
 def failure_of(error: BaseException,
                operators: Iterable[Mapping[str, Any]] = ()) -> RunFailure:

@@ -16,7 +16,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from engine.dag import JobGraph, state_kind_of
+from engine.dag import JobGraph
 from engine.planner import plan_job
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
 from engine.runtime.control.channel import ControlChannel, MemoryControlChannel
@@ -176,7 +176,3 @@ class JobRun:
         """Current parallelism of every operator."""
         with self._lock:
             return {op: c.parallelism for op, c in self.config.items()}
-
-    def keyed_operators(self) -> list[str]:
-        """Operators whose state lives in the VSN store."""
-        return [op.id for op in self.graph.operators if state_kind_of(op) != "stateless"]

@@ -39,19 +39,14 @@ class EpochGate:
 
     def __init__(self, stop_after: int | None) -> None:
         self.stop_after = stop_after
-        self.stopping = self.in_epoch = False
+        self.stopping = False
         self._lock = threading.Lock()
 
     def admit(self, epoch: int) -> bool:
-        """Whether ``epoch`` may run; if so, it is in progress until ``leave``."""
+        """Whether ``epoch`` may run."""
         with self._lock:
-            refuse = self.stopping or (self.stop_after is not None and epoch > self.stop_after)
-            self.in_epoch = not refuse
-        return not refuse
-
-    def leave(self) -> None:
-        """The admitted epoch has ended."""
-        self.in_epoch = False
+            return not (self.stopping or (self.stop_after is not None
+                                          and epoch > self.stop_after))
 
     def close(self) -> None:
         """Refuses every epoch from now on."""
@@ -151,8 +146,6 @@ class EpochLoop:
                 log.error("epoch %s failed; the run ends", epoch, exc_info=error)
                 self._error = error
                 return
-            finally:
-                self.gate.leave()
             if not ran:
                 self._pacer.rest(IDLE_POLL_S)
                 continue

@@ -22,11 +22,6 @@ from engine.runtime.operators.window_spec import (
 )
 
 
-def partial_columns(spec: WindowSpec) -> list[str]:
-    """Columns of a partial row: key group, keys, window bounds, partial aggregates."""
-    return [KG, *spec.group_columns, *[p.name for p in spec.partials]]
-
-
 def assign_windows(spec: WindowSpec, rows: pa.Table) -> pa.Table:
     """Each row once per window it falls in, with the window's start (micros), as Spark's
     ``window`` assigns them: the latest start is ``t - floormod(t, slide)``, earlier ones

@@ -33,10 +33,6 @@ class EventDraws:
         h1, h2, h3, h4 = (to_signed(hash_int(salt, prefix)) for salt in _SALTS)
         return h1, h2, h3, h4
 
-    def campaign(self, event_id: int) -> int:
-        """``campaign_id`` of event ``event_id`` (uniform, or power law when skewed)."""
-        return self._campaign(self._hashes(event_id)[0])
-
     def _campaign(self, h1: int) -> int:
         if self.skew <= 0:
             return h1 % self.keys

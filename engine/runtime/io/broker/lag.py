@@ -31,11 +31,6 @@ def broker_lags(graph: JobGraph, planned: Mapping[str, SourceTake]) -> dict[str,
     return lags
 
 
-def backlog_of(lags: Mapping[str, Mapping[str, int]]) -> int:
-    """The run's backlog: entries behind the tails of all its broker streams."""
-    return sum(sum(streams.values()) for streams in lags.values())
-
-
 def _lags_of(spec: StreamSpec, end: Offset) -> dict[str, int]:
     return with_reconnect(spec, "measuring the lag", lambda client: stream_lags(client, end))
 

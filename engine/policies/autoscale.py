@@ -55,8 +55,9 @@ class AutoscaleSettings:
     # A scale-down waits for this much calm at the current configuration, and no decision is
     # undone sooner: a rescale is cheap here, a rescale undone a minute later is not.
     down_window_s: float = 300.0
-    # A driver's first epochs start Spark's tasks and Python workers: slow for reasons that
-    # pass, so they are measured and shown but never judged.
+    # A Spark session's first epochs start its tasks and Python workers, and a run's first
+    # epoch in a driver starts its query: slow for reasons that pass, so they are measured
+    # and shown but never judged. A warm standby's own warm-up epochs count for its session.
     warmup_epochs: int = 3
 
 
@@ -118,10 +119,13 @@ def autoscale_decide(
 
 
 def warming_up(epoch: Epoch, settings: AutoscaleSettings) -> bool:
-    """Whether ``epoch`` is one of its driver's first ``warmup_epochs`` (epochs recorded
-    without the count are judged)."""
+    """Whether ``epoch`` is its run's first in its driver, or one of its driver's Spark
+    session's first ``warmup_epochs`` (epochs recorded without the counts are judged)."""
     ran = epoch.get("driver_epoch")
-    return ran is not None and ran < settings.warmup_epochs
+    if ran is None:
+        return False
+    session = epoch.get("session_epoch")
+    return ran == 0 or (ran if session is None else session) < settings.warmup_epochs
 
 
 def _not_undoing(decision: Decision, last: LastChange | None,

@@ -135,16 +135,24 @@ def test_recommend_then_auto_on_a_run_that_falls_behind(
 
 @pytest.mark.spark
 @pytest.mark.django_db
-def test_a_drivers_start_up_epochs_are_not_judged(measured, token_client, make_user):
+@pytest.mark.parametrize(("session_ran_before", "action"), [(0, "wait"), (3, "up")])
+def test_a_drivers_start_up_epochs_are_not_judged(measured, token_client, make_user,
+                                                  session_ran_before, action):
+    """A new driver's session: its first 3 epochs are not judged, and 2 left are too few. A
+    warm standby's session ran 3 epochs of its own first: only the run's first one is not
+    judged, and epochs 1 to 4 show the run behind."""
     dag, epochs = measured["behind"]
     assert any(e["operators"]["counts"]["congested"] for e in epochs[:5])  # behind already
-    run = _run_with(dag, epochs[:5], make_user)  # the driver's epochs 0 to 4
+    recorded = [{**e, "session_epoch": e["driver_epoch"] + session_ran_before}
+                for e in copy.deepcopy(epochs[:5])]  # the driver's epochs 0 to 4
+    run = _run_with(dag, recorded, make_user)
     _configure(token_client("operator"), run, mode="auto", max=2)
     autoscale_evaluate()
     run.refresh_from_db()
-    assert run.autoscale_proposal["action"] == "wait"
-    assert "start-up" in run.autoscale_proposal["note"]
-    assert Reconfiguration.objects.count() == 0
+    assert run.autoscale_proposal["action"] == action
+    if action == "wait":
+        assert "start-up" in run.autoscale_proposal["note"]
+        assert Reconfiguration.objects.count() == 0
 
 
 @pytest.mark.spark

@@ -66,6 +66,7 @@ def epoch_load(metrics: dict[str, Any]) -> dict[str, Any]:
         "epoch": metrics["epoch"],
         "interval_ms": metrics.get("interval_ms"),
         "driver_epoch": metrics.get("driver_epoch"),
+        "session_epoch": metrics.get("session_epoch"),
         "sources": metrics.get("sources") or {},
         "regions": metrics.get("regions") or {},
         "bottleneck": metrics.get("bottleneck"),

@@ -6,6 +6,7 @@ output after it (``samples``)."""
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,10 @@ from engine.runtime.io.sinks import Sink, build_sink
 from engine.runtime.io.streams import source_rows
 from engine.runtime.stage.pipeline import EpochPipeline, EpochResult
 from engine.runtime.stage.regions import EpochJobs, EpochTimes
+
+# Epochs this process's Spark session ran, over every run it drove (a warm standby's
+# warm-up job's included): its first ones carry the session's start-up cost.
+_SESSION_EPOCHS = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,7 @@ class EpochRunner:
         self.readings = SourceReadings(planner.meters)
         self.samples = EpochSamples(deliveries.acks)
         self._last_start: float | None = None
-        self._ran = 0  # epochs this driver process ran: its first ones carry start-up cost
+        self._ran = 0  # epochs of this run in this process: its first starts the query
 
     def run(self, batch: DataFrame, epoch: int) -> EpochDone | None:
         """Fixes the epoch's plan, runs it, logs the outcome and sends metrics and acks;
@@ -77,7 +82,7 @@ class EpochRunner:
         # Spark's status store once its listener has them, are left to the deliveries'
         # thread, off the next epoch's path.
         sources = self._sources(batch, epoch, plan, result, interval_ms or batch_ms)
-        extra = {"driver_epoch": self._ran}
+        extra = {"driver_epoch": self._ran, "session_epoch": next(_SESSION_EPOCHS)}
         self.deliveries.metrics(epoch, functools.partial(
             self._metrics, plan, result, batch_ms, interval_ms or batch_ms,
             sources, self.clock.times(), ended * 1000.0, extra))

@@ -106,10 +106,12 @@ def test_a_run_that_falls_behind_is_flagged_on_its_bottleneck_and_scaled_up(spar
     assert first["operators"]["counts"]["etp"] == 1.0  # the sink is reachable from it
     assert first["operators"]["events"]["etp"] == 0.0  # everything passes the bottleneck
     assert decisions and decisions[0]["action"] == "up"
-    # The driver's first 3 epochs (Spark's and the Python workers' start-up) are not judged,
-    # though the run was congested from the start: the first window is epochs 3 to 5.
+    # The run's first epoch in its driver and its session's first 3 (Spark's and the Python
+    # workers' start-up, which earlier runs of this test session may have paid) are not
+    # judged, though the run was congested from the start: the first window of 3 follows.
     assert [e["driver_epoch"] for e in epochs] == [e["epoch"] for e in epochs]
-    assert decisions[0]["epoch"] >= 5
+    judged = [e["epoch"] for e in epochs if e["epoch"] > 0 and e["session_epoch"] >= 3]
+    assert decisions[0]["epoch"] >= judged[0] + 2
     assert decisions[0]["changes"]["counts"] == 2  # DS2 asks more; the bound is 2
     assert decisions[0]["figures"]["units"]["counts"]["congested"]
     assert "rows/s demanded" in decisions[0]["reasons"]["counts"]

@@ -122,6 +122,17 @@ def test_a_crash_under_strategy_none_fails_the_run_naming_the_strategy(
         "more than its restart strategy allows (none: the first crash fails the run)")
 
 
+@pytest.fixture
+def launched(monkeypatch) -> list[int]:
+    """The runs the watcher launched a driver for (none is started)."""
+    from webapp.runs import supervision
+
+    runs: list[int] = []
+    monkeypatch.setattr(supervision, "run_launch",
+                        lambda *, run_id: runs.append(run_id) or "driver started")
+    return runs
+
+
 @pytest.mark.django_db
 def test_a_transient_crash_waits_out_its_back_off(live_run, settings, tmp_path) -> None:
     from django.utils import timezone
@@ -139,7 +150,7 @@ def test_a_transient_crash_waits_out_its_back_off(live_run, settings, tmp_path) 
 
 @pytest.mark.django_db
 def test_a_driver_up_longer_than_its_back_off_restarts_at_once(
-        live_run, settings, tmp_path, monkeypatch) -> None:
+        live_run, settings, tmp_path, launched) -> None:
     from datetime import timedelta
 
     from django.utils import timezone
@@ -147,9 +158,6 @@ def test_a_driver_up_longer_than_its_back_off_restarts_at_once(
     from webapp.jobs.models import Run
     from webapp.runs import supervision
 
-    launched: list[int] = []
-    monkeypatch.setattr(supervision, "run_launch",
-                        lambda *, run_id: launched.append(run_id) or "driver started")
     run = _crashed_run(live_run, settings, tmp_path, code=-9)
     # The sixth restart waits 16 s after the fifth: this driver, its fifth, ran for 20 s.
     Run.objects.filter(pk=run.pk).update(
@@ -179,13 +187,10 @@ def test_a_fixed_delay_counts_from_the_crash(live_run, settings, tmp_path) -> No
 
 @pytest.mark.django_db
 def test_a_first_crash_restarts_at_once_and_overlapping_watches_restart_it_once(
-        live_run, settings, tmp_path, monkeypatch) -> None:
+        live_run, settings, tmp_path, launched) -> None:
     from webapp.jobs.models import Run
     from webapp.runs import supervision
 
-    launched: list[int] = []
-    monkeypatch.setattr(supervision, "run_launch",
-                        lambda *, run_id: launched.append(run_id) or "driver started")
     run = _crashed_run(live_run, settings, tmp_path, code=-9)
     stale = Run.objects.get(pk=run.pk)  # as a second, overlapping pass read it
     assert supervision.runs_watch() == [f"run {run.pk}: driver started"]

@@ -40,6 +40,14 @@ class RestartPolicy:
         # The exponent is capped: with no attempt limit the count grows without end.
         return min(EXPONENTIAL_MAX_S, EXPONENTIAL_FIRST_S * 2.0 ** min(restart - 2, 32))
 
+    def waited(self, *, since_launch_s: float, since_crash_s: float) -> float:
+        """The time its delay is counted over: since the crash for a fixed delay; for the
+        exponential one, since the crashed driver's launch (the last restart). Those delays
+        space restarts: a driver that crashes as it starts is retried 1, 2, 4 ... s apart,
+        while one that ran longer than its delay proved its restart worked and restarts at
+        once."""
+        return since_launch_s if self.strategy == RestartStrategy.EXPONENTIAL else since_crash_s
+
     def describe(self) -> str:
         """As the run page shows it."""
         if self.strategy == RestartStrategy.FIXED:

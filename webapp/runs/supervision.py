@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from webapp.config import BASE_DIR, database_url_of
-from webapp.jobs.models import ACTIVE_RUN_STATUSES, RestartStrategy, Run, RunStatus
+from webapp.jobs.models import ACTIVE_RUN_STATUSES, Run, RunStatus
 from webapp.runs.exits import DriverEnd, driver_end
 from webapp.runs.process import (
     driver_alive,
@@ -26,7 +26,7 @@ from webapp.runs.process import (
     group_leftovers,
     log_tail,
 )
-from webapp.runs.restarts import RESET_AFTER_S, RestartPolicy, restart_policy_of_run
+from webapp.runs.restarts import RESET_AFTER_S, restart_policy_of_run
 from webapp.runs.services import run_dir, run_driver_recorded, run_status_set
 from webapp.runs.standby import standby_keep, standby_take
 
@@ -107,7 +107,9 @@ def _watch(run: Run) -> str | None:
                        detail=f"{how}; not restarted: {run.restarts + 1} crashes in a row, more "
                               f"than its restart strategy allows ({policy.describe()})")
         return "failed"
-    if _backed_off(run, ended, policy) < delay:
+    waited = policy.waited(since_launch_s=_seconds_since(run.driver_launched_at),
+                           since_crash_s=_seconds_since_crash(run, ended))
+    if waited < delay:
         return None  # the back-off: retried once the delay has passed
     left = _predecessor_left(run, ended)
     if left:
@@ -142,16 +144,6 @@ def _predecessor_left(run: Run, ended: DriverEnd | None) -> str | None:
             process.kill()
     return (f"killed what driver {run.driver_pid} left ({pids}), alive "
             f"{GROUP_GONE_WAIT_S:.0f} s after it ended; restarting once it is gone")
-
-
-def _backed_off(run: Run, ended: DriverEnd | None, policy: RestartPolicy) -> float:
-    """The time the back-off counts: since the crash for a fixed delay; for the exponential
-    one, since the crashed driver's launch (the last restart). Its delays space restarts: a
-    driver that crashes as it starts is retried 1, 2, 4 ... s apart, while one that ran for
-    longer than its delay proved its restart worked and is restarted at once."""
-    if policy.strategy == RestartStrategy.EXPONENTIAL:
-        return _seconds_since(run.driver_launched_at)
-    return _seconds_since_crash(run, ended)
 
 
 def _seconds_since_crash(run: Run, ended: DriverEnd | None) -> float:

@@ -53,10 +53,17 @@ class Outbox:
         self._queue.put(Delivery(what, send))
 
     def flush(self, timeout_s: float = 30.0) -> bool:
-        """Waits until everything queued so far is delivered (or dropped); False on timeout."""
+        """Waits until everything queued so far is delivered (or dropped); False on timeout.
+        Once closed, at once: ``close`` delivered what was queued before it."""
         done = threading.Event()
         self.put("flush marker", done.set)
-        return done.wait(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        while not done.wait(0.05):
+            if not self._thread.is_alive():
+                return True
+            if time.monotonic() > deadline:
+                return False
+        return True
 
     def close(self, timeout_s: float = 30.0) -> None:
         """Delivers what is queued (retrying for at most ``timeout_s``), then stops."""

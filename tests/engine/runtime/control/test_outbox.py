@@ -83,3 +83,14 @@ def test_metrics_built_off_the_epoch_are_built_once_and_a_failed_build_is_droppe
     assert publisher.epochs == [{"epoch": 0}, {"epoch": 2}]
     assert "could not build the metrics of epoch 1" in caplog.text
     deliveries.close()
+
+
+def test_a_flush_after_close_returns_at_once_with_everything_delivered() -> None:
+    delivered: list[str] = []
+    outbox = Outbox()
+    outbox.put("ack", lambda: delivered.append("ack"))
+    outbox.close()
+    started = time.monotonic()
+    assert outbox.flush(5)
+    assert time.monotonic() - started < 1.0  # not the flush's whole timeout
+    assert delivered == ["ack"]

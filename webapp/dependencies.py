@@ -17,6 +17,8 @@ from django.db.utils import OperationalError as DjangoOperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.defaults import server_error
 from kombu.exceptions import OperationalError as BrokerError
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from webapp.errors import ServiceError
 
@@ -113,7 +115,7 @@ def dependency_checks() -> dict[str, dict[str, Any]]:
 def beat_tick_record() -> None:
     """Called by the task beat sends every ``RUNS_WATCH_S``: the moment ``/healthz`` judges
     beat by."""
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    client = _redis_client()
     with client:
         client.set(BEAT_KEY, repr(time.time()), ex=int(BEAT_SILENT_AFTER_S * 10))
 
@@ -136,14 +138,21 @@ def _database() -> None:
         cursor.execute("SELECT 1")
 
 
+def _redis_client() -> redis.Redis:
+    # A check answers within its timeout: redis-py's default retries would make a Redis that
+    # is down take seconds to report.
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1,
+                                retry=Retry(NoBackoff(), 0))
+
+
 def _redis() -> None:
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    client = _redis_client()
     with client:
         client.ping()
 
 
 def _celery_beat() -> None:
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    client = _redis_client()
     with client:
         raw = client.get(BEAT_KEY)
     if raw is None:

@@ -21,12 +21,19 @@ import psutil
 import psycopg2
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from tests.webapp.embedded_var import no_django_fixture, var_dir_fixture  # noqa: F401
 from webapp import embedded
 from webapp.embedded import redis_server
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _no_retry_client(port: int) -> redis.Redis:
+    # redis-py retries an authentication error as a connection error, for seconds.
+    return redis.Redis(host="127.0.0.1", port=port, retry=Retry(NoBackoff(), 0))
 
 
 def _in_other_process(call: str, var_dir: Path) -> str:
@@ -215,7 +222,7 @@ def test_a_redis_without_a_password_gets_one(var_dir: Path) -> None:
 
     assert embedded.ensure_redis(var_dir=var_dir) == url
     with pytest.raises(redis.AuthenticationError):
-        redis.Redis(host="127.0.0.1", port=port).ping()
+        _no_retry_client(port).ping()
 
 
 def test_redis_starts_and_serves_commands(var_dir: Path) -> None:
@@ -224,7 +231,7 @@ def test_redis_starts_and_serves_commands(var_dir: Path) -> None:
     match = re.fullmatch(r"redis://:([0-9a-f]{48})@127\.0\.0\.1:(\d+)/0", url)
     assert match and int(match.group(2)) != 6379  # never the machine's own server
     with pytest.raises(redis.AuthenticationError):
-        redis.Redis(host="127.0.0.1", port=int(match.group(2))).ping()
+        _no_retry_client(int(match.group(2))).ping()
     assert stat.S_IMODE((var_dir / "redis" / "password").stat().st_mode) == 0o600
     client = redis.Redis.from_url(url)
     assert client.ping()

@@ -8,6 +8,8 @@ from functools import partial
 from pathlib import Path
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from webapp.embedded.credentials import stored_password
 from webapp.embedded.daemons import (
@@ -64,8 +66,9 @@ def _redis_config(files: _RedisFiles, port: int) -> str:
 
 def _redis_ping(port: int, password: str | None) -> bool:
     try:
+        # No retries: a refused connection or a wrong password is the answer, at once.
         client = redis.Redis(host=LOOPBACK, port=port, password=password, socket_timeout=2,
-                             socket_connect_timeout=2)
+                             socket_connect_timeout=2, retry=Retry(NoBackoff(), 0))
         with client:
             return bool(client.ping())
     except redis.RedisError:

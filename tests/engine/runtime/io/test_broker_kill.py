@@ -26,7 +26,7 @@ from tests.engine.runtime.engine_process import (
 
 pytestmark = pytest.mark.spark
 
-KILLS = 4
+KILLS = 3
 CAP = 500
 SEEDS = {"redis": 20261123, "nats": 20261128}  # of the kills' random points
 

@@ -39,15 +39,17 @@ class StackError(Exception):
 class PrivateStack:
     """Start with `start()`, stop with `stop()` (or use it as a context manager)."""
 
-    def __init__(self, *, demo: bool = True) -> None:
-        """``demo``: whether the stack starts the demo job's run and its event producer."""
+    def __init__(self, *, demo: bool = True, standby: bool = True) -> None:
+        """``demo``: whether the stack starts the demo job's run and its event producer;
+        ``standby``: whether it keeps a warm standby driver (a JVM of its own)."""
         self.var_dir = Path(tempfile.mkdtemp(prefix="streamscale-stack-"))
         os.chmod(self.var_dir, 0o755)  # the embedded PostgreSQL runs as its own system user
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {k: v for k, v in os.environ.items() if k not in _DROPPED}
         self.env.update(STREAMSCALE_VAR_DIR=str(self.var_dir), PYTHONUNBUFFERED="1",
-                        STREAMSCALE_DEMO="1" if demo else "0")
+                        STREAMSCALE_DEMO="1" if demo else "0",
+                        WARM_STANDBY="true" if standby else "false")
         self.log_path = self.var_dir / "launcher.log"
         self.process: subprocess.Popen | None = None
 

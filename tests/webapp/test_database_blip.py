@@ -41,7 +41,7 @@ def _past(api, run_id: int, epoch: int) -> dict | None:
 
 
 def test_postgres_killed_three_times_spends_no_driver_restart_and_output_is_exact():
-    with PrivateStack(demo=False) as stack:
+    with PrivateStack(demo=False, standby=False) as stack:
         api = stack.client(username="blip", role="admin")
         document = window_job({"type": "sink.postgres", "params": {"table": TABLE}},
                               parallelism=2)

@@ -107,7 +107,7 @@ def _sink_epoch(dsn: str) -> int:
 
 
 def test_a_burst_holds_connections_and_the_run_keeps_writing():
-    with PrivateStack() as stack:
+    with PrivateStack(standby=False) as stack:
         api = stack.client(username="burst", role="admin")
         job = next(j for j in api.get("/api/jobs")["jobs"] if j["name"] == "campaign-views")
         run_id = api.get(f"/api/jobs/{job['id']}/runs")["runs"][0]["id"]

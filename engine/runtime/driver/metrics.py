@@ -162,9 +162,6 @@ def _keyed(reports: list[dict[str, Any]], parallelism: int) -> dict[str, Any]:
         "region": None,
         "state_bytes_written": sum(r["bytes_written"] for r in reports),
         "state_bytes_read": sum(r.get("bytes_read", 0) for r in reports),
-        # Key groups that already held this epoch (a replay after a crash): their stored
-        # rows were emitted again, nothing was recomputed.
-        "groups_replayed": sum(r.get("groups_replayed", 0) for r in reports),
     }
 
 

@@ -72,7 +72,6 @@ def process_window_instance(
     closed = _closed(task, store, live, combine)
     changes = _changes(spec, partials, closed, task.watermark_us)
     report.bytes_written += store.commit_entries(op, task.epoch, changes, combine)
-    report.groups_written += len(changes)
     if closed is not None and closed.num_rows:
         outputs.append(closed.drop_columns([KG]))
     outputs = [o for o in outputs if o.num_rows]
@@ -93,7 +92,6 @@ def input_partials(task: Any, table: pa.Table | None, report: Any) -> pa.Table |
     report.rows_in = table.num_rows  # rows, not rows times the sliding windows they fall in
     report.max_event_us = pc.max(partials[MAX_EVENT]).as_py()
     partials = drop_late(partials, task.watermark_us)
-    report.partials_in = partials.num_rows
     report.kg_rows = kg_rows(partials)
     return partials if partials.num_rows else None
 

@@ -44,13 +44,10 @@ class InstanceReport:
 
     instance: int
     rows_in: int = 0
-    partials_in: int = 0
     rows_out: int = 0
     busy_ms: float = 0.0
     max_event_us: int | None = None
     max_event_sides: list[int | None] | None = None  # a join's (left, right) latest times
-    groups_written: int = 0
-    groups_replayed: int = 0
     bytes_written: int = 0
     bytes_read: int = 0
     kg_rows: dict[int, int] = field(default_factory=dict)

@@ -150,7 +150,7 @@ class JobRun:
 
     def _finish(self) -> str:
         self._end()
-        self.error = self.loop.ended()
+        self.error = self.loop.failure()
         self.status = "failed" if self.error is not None else "stopped"
         return self.status
 

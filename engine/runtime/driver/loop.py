@@ -172,10 +172,6 @@ class EpochLoop:
                 return
             time.sleep(0.01)
 
-    def ended(self) -> BaseException | None:
-        """After the loop's end: its error, if an epoch failed."""
-        return self.failure()
-
     def failure(self) -> BaseException | None:
         """The error an epoch failed with, once the loop has ended on it."""
         return None if self.running() else self._error

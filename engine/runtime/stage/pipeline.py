@@ -54,9 +54,6 @@ SEQUENCE = "__seq"
 # How long the count of an operator whose rows an ended action read may take to be reported.
 SETTLE_S = 2.0
 
-# Sources read from an outside system: read once per epoch, kept for the epoch's other jobs.
-BROKER_SOURCES = BROKER_SOURCE_TYPES
-
 
 @dataclass
 class EpochResult:
@@ -100,7 +97,6 @@ class EpochPipeline:
     """Operators whose rows the caller takes a sample of after the epoch: their frames are
     in the result and what the epoch cached stays until the caller's ``release``."""
     _observations: dict[str, Observation] = field(default_factory=dict)
-    dead_letters: dict[str, dict[str, Any]] = field(default_factory=dict)
     _cached: list[DataFrame] = field(default_factory=list)
     _partitions: dict[str, int | None] = field(default_factory=dict)
     _instances: dict[str, int] = field(default_factory=dict)
@@ -133,10 +129,9 @@ class EpochPipeline:
             if not (ran and self.sampled):
                 self.release()
         result.samples = {op: _unsequenced(frames[op]) for op in self.sampled}
-        result.rows_out.update(self._observed())
+        self._read_observations(result)
         result.rows_out.update(self._counted)
         result.instances.update(self._instances)
-        result.dead_letters = self.dead_letters
         return result
 
     def release(self) -> None:
@@ -166,7 +161,7 @@ class EpochPipeline:
                 # which would cost the driver a plan step and every row an accumulator.
                 self._counted[op_id] = self.source_counts[op_id]
                 return rows
-            if op.type in BROKER_SOURCES and self._jobs_reading(op_id) > 1:
+            if op.type in BROKER_SOURCE_TYPES and self._jobs_reading(op_id) > 1:
                 # Several of the epoch's Spark jobs read the source; a broker is read once,
                 # the rows are kept on the executors for the epoch. Read by one job, they
                 # are not: a cache would copy every row once more.
@@ -186,14 +181,10 @@ class EpochPipeline:
         if op.type in STATELESS_TYPES:
             inputs = self._enter_region(op_id, to_spark(spark, inputs))
             return self._observe(op_id, apply_stateless(op.type, params, inputs))
-        if op.type == "window_aggregate":
-            window = parse_window_spec(op_id, params)
+        if op.type in _SINGLE_INPUT_STAGES:
+            parse, stage_fn = _SINGLE_INPUT_STAGES[op.type]
             rows = to_spark(spark, _unsequenced(inputs))
-            return self._keyed(op_id, run_window_stage, window, rows, result)
-        if op.type == "dedupe":
-            dedupe = parse_dedupe_spec(op_id, params)
-            rows = to_spark(spark, _unsequenced(inputs))
-            return self._keyed(op_id, run_dedupe_stage, dedupe, rows, result)
+            return self._keyed(op_id, stage_fn, parse(op_id, params), rows, result)
         if op.type.startswith("sink."):
             if isinstance(inputs, DataFrame) and SEQUENCE in inputs.columns:
                 # The order-preserving merge: rows reach the sink in the order they entered
@@ -243,15 +234,9 @@ class EpochPipeline:
         self._partitions[op_id] = config.parallelism
         assert config.owners is not None
         with self._action(op_id):
-            at = StageEpoch(
-                self.epoch,
-                self.graph.key_groups,
-                config.owners,
-                config.parallelism,
-                self.watermarks.get(op_id),
-                self.store,
-                closes=self.closes.get(op_id, True),
-            )
+            at = StageEpoch(self.epoch, self.graph.key_groups, config.owners,
+                            config.parallelism, self.watermarks.get(op_id), self.store,
+                            closes=self.closes.get(op_id, True))
             stage = stage_fn(spec, inputs, at)
             self._read_by.append(op_id)
             if stage.kept:
@@ -298,18 +283,22 @@ class EpochPipeline:
                 stack.extend(self.graph.parents(op))
         return found
 
-    def _observed(self) -> dict[str, int | None]:
+    def _read_observations(self, result: EpochResult) -> None:
         # Only observations an action filled are read (see ``observed``); those of the
         # operators whose rows an action of the epoch read are waited for, as Spark's
         # listener reports them a moment after the action's job ended.
-        counts: dict[str, int | None] = {}
         settle = self._upstream_of(self._read_by)
         for op_id, observation in self._observations.items():
             done = observed(observation, wait_s=SETTLE_S if op_id in settle else 0.0)
-            counts[op_id] = int(observation.get["rows"]) if done else None
+            result.rows_out[op_id] = int(observation.get["rows"]) if done else None
             if done and DEAD_LETTER_COUNT in observation.get:
-                self.dead_letters[op_id] = dead_letters_of(observation.get)
-        return counts
+                result.dead_letters[op_id] = dead_letters_of(observation.get)
+
+
+_SINGLE_INPUT_STAGES = {
+    "window_aggregate": (parse_window_spec, run_window_stage),
+    "dedupe": (parse_dedupe_spec, run_dedupe_stage),
+}
 
 
 @lru_cache(maxsize=1)
@@ -341,11 +330,5 @@ def _event_time_column(frame: Frame) -> str | None:
 def _latency(inputs: list[QuantilesRead], commit_s: float) -> dict[str, float | None]:
     """End-to-end latency (event time to sink commit) p50/p99/max over the sinks' rows."""
     stats = [found for found in (read() for read in inputs) if found is not None]
-    if not stats:
-        return {"p50": None, "p99": None, "max": None}
-    commit_us = commit_s * 1e6
-    return {
-        "p50": round((commit_us - min(s[0] for s in stats)) / 1000.0, 1),
-        "p99": round((commit_us - min(s[1] for s in stats)) / 1000.0, 1),
-        "max": round((commit_us - min(s[2] for s in stats)) / 1000.0, 1),
-    }
+    return {name: round((commit_s * 1e6 - min(s[i] for s in stats)) / 1000.0, 1) if stats
+            else None for i, name in enumerate(("p50", "p99", "max"))}

@@ -96,7 +96,6 @@ def matches(spec: JoinSpec, left: pa.Table, right: pa.Table) -> pa.Table:
 
     The hash join sees only keys, times and row numbers; the payload is gathered with
     ``take``, so any column type can be carried."""
-    columns = [KG, *spec.output_columns]
     if left.num_rows == 0 or right.num_rows == 0:
         return _empty_pairs(spec, left, right)
     lhs = left.select([*spec.keys, TIME_US]).append_column(
@@ -112,8 +111,8 @@ def matches(spec: JoinSpec, left: pa.Table, right: pa.Table) -> pa.Table:
     joined = joined.filter(pc.less_equal(apart, spec.within_us))
     left_part = left.select([KG, *spec.left_columns]).take(joined[_LEFT_ROW])
     right_part = right.select(list(spec.right_columns)).take(joined[_RIGHT_ROW])
-    pairs = pa.Table.from_arrays([*left_part.columns, *right_part.columns], names=columns)
-    return pairs
+    return pa.Table.from_arrays([*left_part.columns, *right_part.columns],
+                                names=[KG, *spec.output_columns])
 
 
 def _empty_pairs(spec: JoinSpec, left: pa.Table, right: pa.Table) -> pa.Table:

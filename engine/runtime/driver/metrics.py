@@ -1,4 +1,4 @@
-"""Per-epoch metrics (DESIGN.md section 6) and the publishers the CLI and tests use.
+"""Per-epoch metrics and the publishers the CLI and tests use.
 
 Shape of one epoch's metrics::
 
@@ -10,7 +10,8 @@ Shape of one epoch's metrics::
                            "input_rate", "processing_rate", "output_rate",
                            "demand_rate", "congested", "etp"}},
      keyed operators also: {"rows_in_per_instance", "watermark_ms", "max_event_ms",
-                            "watermark_delay_ms", "watermark_lag_ms"},
+                            "watermark_delay_ms", "watermark_lag_ms", "state_bytes_written",
+                            "state_bytes_read"},
      "regions": {region_id: {"operators", "leader", "instances", "rows_in", "busy_ms",
                              "processing_rate", "demand_rate", "congested", "etp"}},
      "bottleneck": unit id or None}
@@ -24,13 +25,6 @@ source's over the time between its readings at the ends of epochs (``period_ms``
 ``processing_rate`` is DS2's true rate, rows per *busy* second summed over instances.
 ``demand_rate`` is the rate the sources' offered load asks of the operator (see
 ``engine.policies.load``); ``congested`` and ``etp`` are judged against it.
-
-A keyed operator's event-time progress explains why its sinks may get nothing for a while (a
-window emits once the watermark passes its end): ``watermark_ms`` is the watermark the epoch
-ran with (event time, Unix ms; None before the first rows), ``max_event_ms`` the newest event
-time among the epoch's rows, ``watermark_delay_ms`` how far the watermark is behind the
-driver's wall clock at the epoch's end, ``watermark_lag_ms`` how far it is behind the newest
-event seen (the operator's watermark delay, once rows flow).
 """
 
 from __future__ import annotations
@@ -112,8 +106,9 @@ def epoch_metrics(
 def event_time_progress(
     watermark_us: int | None, max_event_us: int | None, ended_ms: float
 ) -> dict[str, float | None]:
-    """A keyed operator's watermark, newest event and how far the watermark is behind the
-    wall clock and behind that event, in milliseconds."""
+    """A keyed operator's watermark (None before the first rows), newest event and how far
+    the watermark is behind the wall clock and behind that event, in milliseconds: why its
+    sinks may get nothing for a while (a window emits once the watermark passes its end)."""
     watermark = None if watermark_us is None else watermark_us / 1000.0
     newest = None if max_event_us is None else max_event_us / 1000.0
     return {

@@ -98,17 +98,6 @@ class EpochJobs:
         return f"{self._prefix}:{self.epoch}:{op_id}"
 
 
-def job_stages(sc: Any, group: str) -> list[list[int]]:
-    """The stage ids of each job of job group ``group``, in order (a keyed stage's
-    instances last), as Spark's status tracker has them."""
-    tracker = sc.statusTracker()
-    found = []
-    for job in tracker.getJobIdsForGroup(group):
-        info = tracker.getJobInfo(job)
-        found.append(sorted(int(s) for s in (info.stageIds if info is not None else [])))
-    return found
-
-
 @dataclass(frozen=True)
 class EpochTimes:
     """Reads back the run time of one epoch's tasks from Spark's status store, by the
@@ -120,8 +109,12 @@ class EpochTimes:
     def busy_ms(self, op_id: str, skip_last_stage: bool) -> list[float] | None:
         """Task run time per partition over the stages of ``op_id``'s jobs (the final stage
         left out when it is the VSN instances'); None if Spark ran no job for it."""
+        tracker = self.sc.statusTracker()
         stages: list[int] = []
-        for ids in job_stages(self.sc, self.group_prefix + op_id):
+        for job in tracker.getJobIdsForGroup(self.group_prefix + op_id):
+            info = tracker.getJobInfo(job)
+            # A job's stages in order: a keyed stage's instances last.
+            ids = sorted(int(s) for s in (info.stageIds if info is not None else []))
             stages += ids[:-1] if skip_last_stage else ids
         if not stages:
             return None

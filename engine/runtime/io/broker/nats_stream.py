@@ -173,8 +173,6 @@ def _in_range(bodies: list[bytes], replies: list[bytes],
     more from after it), with their sequences and times."""
     positions = [_position(reply.decode()) for reply in replies]
     kept = [i for i, (seq, _) in enumerate(positions) if seq <= until]
-    if len(kept) == len(bodies):
-        return bodies, [p[0] for p in positions], [p[1] for p in positions]
     return ([bodies[i] for i in kept], [positions[i][0] for i in kept],
             [positions[i][1] for i in kept])
 

@@ -126,8 +126,21 @@ class RunDeliveries:
         thread (once; a build that fails is logged and dropped, not retried like a failed
         delivery)."""
         what = f"the metrics of epoch {epoch}"
-        self.to_host.put(what, _BuiltOnce(
-            what, build, functools.partial(self._publisher.publish_epoch, self.run_id)).deliver)
+
+        @functools.cache
+        def built() -> dict[str, Any] | None:
+            try:
+                return build()
+            except Exception:  # a bug in the figures must not stop the deliveries
+                log.exception("could not build %s; dropped", what)
+                return None
+
+        def send() -> None:
+            payload = built()
+            if payload is not None:
+                self._publisher.publish_epoch(self.run_id, payload)
+
+        self.to_host.put(what, send)
 
     def flush(self, timeout_s: float = 30.0) -> bool:
         """Waits until everything queued so far is delivered; False on timeout."""
@@ -136,25 +149,3 @@ class RunDeliveries:
     def close(self) -> None:
         """Delivers what is queued (retrying for a bounded time), then stops."""
         self.to_host.close()
-
-
-class _BuiltOnce:
-    """A delivery whose payload ``build`` makes at its first attempt, kept for retries."""
-
-    def __init__(self, what: str, build: Callable[[], dict[str, Any]],
-                 send: Callable[[dict[str, Any]], object]) -> None:
-        self._what, self._build, self._send = what, build, send
-        self._payload: dict[str, Any] | None = None
-        self._failed = False
-
-    def deliver(self) -> None:
-        if self._failed:
-            return
-        if self._payload is None:
-            try:
-                self._payload = self._build()
-            except Exception:  # a bug in the figures must not stop the deliveries
-                self._failed = True
-                log.exception("could not build %s; dropped", self._what)
-                return
-        self._send(self._payload)

@@ -8,6 +8,7 @@ into the shared store in one vectorised step (``window_worker``, ``dedupe_worker
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import time
@@ -53,18 +54,13 @@ class InstanceReport:
     kg_rows: dict[int, int] = field(default_factory=dict)
 
 
-_settled = False
-
-
+@functools.cache
 def _settle_worker() -> None:
     """Once per Python worker: freeze what is alive now (pyspark, pyarrow, numpy and this
-    package). Spark runs a full ``gc.collect()`` in the worker after every task; with the
-    modules frozen out of it that costs well under 1 ms instead of ~50 ms, which an epoch pays
-    per instance beyond the first on each core."""
-    global _settled
-    if not _settled:
-        gc.freeze()
-        _settled = True
+    package). Spark runs a full ``gc.collect()`` in the worker after every task, which an
+    epoch pays per instance beyond the first on each core; the modules frozen out of it, it
+    costs next to nothing."""
+    gc.freeze()
 
 
 def run_instance(task: EpochTask, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

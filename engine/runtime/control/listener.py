@@ -82,15 +82,12 @@ class ControlListener:
                 continue
             self.error = None
             for cursor, fields in messages:
-                self._take_or_drop(cursor, fields)
+                try:
+                    self._take(cursor, fields)
+                except Exception as exc:  # noqa: BLE001  # one message must not end the listener
+                    log.error("dropped control message %s %r: %s", cursor, fields, exc)
+                    self.dropped.append(cursor)
                 self._cursor = cursor
-
-    def _take_or_drop(self, cursor: str, fields: dict[str, str]) -> None:
-        try:
-            self._take(cursor, fields)
-        except Exception as exc:  # noqa: BLE001  # one message must not end the listener
-            log.error("dropped control message %s %r: %s", cursor, fields, exc)
-            self.dropped.append(cursor)
 
     def _take(self, cursor: str, fields: dict[str, str]) -> None:
         picked_up = time.time() * 1000.0

@@ -250,7 +250,7 @@ def _is_assignment(value: object) -> bool:
 
 
 def _requested_at(text: str | None, received_at_ms: float | None) -> float:
-    if text is None or text == "":
+    if not text:
         if received_at_ms is None:
             raise CommandRejected("requested_at is required")
         return received_at_ms

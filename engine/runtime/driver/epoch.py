@@ -86,10 +86,10 @@ class EpochRunner:
                              {op: config[op].parallelism for op in taken})
         return EpochPipeline(
             self.graph, config, plan.epoch, plan.watermarks, self.planner.store,
-            self.sinks, source_frames=frames, clock=self.clock, closes=plan.closes,
+            self.sinks, self.planner.running_plan(config), source_frames=frames,
+            clock=self.clock, closes=plan.closes, sampled=sampled,
             source_counts={op: part.count for op, part in taken.items()
                            if op in self.planner.clocks},
-            plan=self.planner.running_plan(config), sampled=sampled,
         )
 
     def _sources(self, batch: DataFrame, epoch: int, plan: EpochPlan,

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from engine.dag import BROKER_SOURCE_TYPES, JobGraph, state_kind_of
 from engine.planner import PhysicalPlan
-from engine.runtime.control.run_config import RunConfig, running_plan
+from engine.runtime.control.run_config import RunConfig
 from engine.runtime.errors import UnsupportedJobError
 from engine.runtime.io.broker.dead_letters import (
     DEAD_LETTER,
@@ -82,6 +82,9 @@ class EpochPipeline:
     watermarks: Mapping[str, int | None]
     store: StoreSpec
     sinks: dict[str, Sink]
+    plan: PhysicalPlan
+    """The planner's plan of ``config`` (``running_plan``): how each region's rows are split
+    and merged."""
     source_frames: dict[str, DataFrame] = field(default_factory=dict)
     """Every source's rows of the epoch, as its plan took them."""
     source_counts: dict[str, int] = field(default_factory=dict)
@@ -90,9 +93,6 @@ class EpochPipeline:
     closes: Mapping[str, bool] = field(default_factory=dict)
     """Whether each window aggregate's watermark passes a window's end in the epoch (the
     plan's ``closes``); one not named may."""
-    plan: PhysicalPlan | None = None
-    """The planner's plan of ``config`` (``running_plan``): how each region's rows are split
-    and merged. Made from ``graph`` and ``config`` when not given."""
     sampled: frozenset[str] = frozenset()
     """Operators whose rows the caller takes a sample of after the epoch: their frames are
     in the result and what the epoch cached stays until the caller's ``release``."""
@@ -103,10 +103,6 @@ class EpochPipeline:
     _counted: dict[str, int] = field(default_factory=dict)
     _read_by: list[str] = field(default_factory=list)
     """The keyed operators and sinks whose Spark action read their input."""
-
-    def __post_init__(self) -> None:
-        if self.plan is None:
-            self.plan = running_plan(self.graph, self.config)
 
     def run(self, batch: DataFrame) -> EpochResult:
         """Builds every operator's DataFrame, runs the VSN stages, commits the sinks.
@@ -212,7 +208,6 @@ class EpochPipeline:
         of a region splits its input round-robin over the region's instances (unless the
         rows already come in that many partitions), the others continue in the same
         partitions. Where order matters downstream, rows are numbered before the split."""
-        assert self.plan is not None
         region = self.plan.region_of(op_id)
         parents = self.graph.parents(op_id)
         known = _total([self._partitions.get(p) for p in parents])

@@ -112,7 +112,7 @@ class JobRun:
         with self._lock:
             self.config, self.last_epoch = done.config, epoch
             if done.stop:
-                self.loop.gate.stop_after = epoch
+                self.loop.stop_after = epoch
         return True
 
     def _check_fence(self, epoch: int) -> None:
@@ -130,7 +130,7 @@ class JobRun:
         returns the status: running (timed out), stopped or failed (see ``error``)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while self.loop.running():
-            last, done = self.loop.gate.stop_after, self.last_epoch
+            last, done = self.loop.stop_after, self.last_epoch
             if last is not None and done is not None and done >= last:
                 self.loop.await_commit(last)
                 self.stop()

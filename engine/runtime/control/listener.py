@@ -17,13 +17,10 @@ import time
 from collections.abc import Callable
 
 from engine.runtime.control.channel import ControlChannel
-from engine.runtime.control.messages import Command
+from engine.runtime.control.messages import Ack, Command
 from engine.runtime.errors import CommandRejected
 
 log = logging.getLogger("streamscale.control")
-
-Rejection = tuple[str, dict[str, str], str, float]
-"""(cursor, raw message, reason, picked-up time in ms) of a malformed message."""
 
 
 class ControlListener:
@@ -34,7 +31,7 @@ class ControlListener:
         self,
         channel: ControlChannel,
         cursor: str | None,
-        on_malformed: Callable[[Rejection], None],
+        on_malformed: Callable[[Ack], None],
         block_ms: int = 100,
         on_command: Callable[[Command], None] | None = None,
     ) -> None:
@@ -95,7 +92,8 @@ class ControlListener:
             command = Command.picked_up(fields, cursor, picked_up)
         except CommandRejected as exc:
             log.warning("rejected control message %s %r: %s", cursor, fields, exc)
-            self._on_malformed((cursor, fields, str(exc), picked_up))
+            self._on_malformed(Ack.malformed(fields, cursor=cursor, reason=str(exc),
+                                             picked_up_at_ms=picked_up))
             return
         with self._lock:
             self._pending.append(command)

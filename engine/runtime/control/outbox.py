@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
-from engine.runtime.control.listener import Rejection
 from engine.runtime.control.messages import Ack
 
 log = logging.getLogger("streamscale.outbox")
@@ -114,12 +113,6 @@ class RunDeliveries:
         for ack in (a.ended(ended_at_ms) for a in acks):
             self.to_host.put(f"the ack of {ack.request_id!r}",
                              functools.partial(self._recorder.acknowledge, self.run_id, ack))
-
-    def malformed(self, rejection: Rejection) -> None:
-        """Queues the ack of a message the listener could not parse at all."""
-        cursor, fields, reason, picked_up_at_ms = rejection
-        self.acks([Ack.malformed(fields, cursor=cursor, reason=reason,
-                                 picked_up_at_ms=picked_up_at_ms)], ended_at_ms=None)
 
     def metrics(self, epoch: int, build: Callable[[], dict[str, Any]]) -> None:
         """Queues an epoch's metrics for the publisher, built by ``build`` on the deliveries'

@@ -21,7 +21,7 @@ from engine.planner import plan_job
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
 from engine.runtime.control.channel import ControlChannel, MemoryControlChannel
 from engine.runtime.control.listener import ControlListener
-from engine.runtime.control.messages import WORKLOAD_KINDS, Command
+from engine.runtime.control.messages import WORKLOAD_KINDS, Ack, Command
 from engine.runtime.control.outbox import RunDeliveries
 from engine.runtime.control.run_config import RunConfig, initial_config
 from engine.runtime.driver.epoch import EpochRunner
@@ -79,7 +79,7 @@ class JobRun:
         self._deliver_logged_acks()
         latest = self.log.latest_plan(before=2**62)
         cursor = latest.cursor if latest else None
-        self._listener = ControlListener(self.channel, cursor, self.deliveries.malformed,
+        self._listener = ControlListener(self.channel, cursor, self._malformed,
                                          on_command=self._on_command)
         self._listener.start()
         self.planner.listener = self._listener
@@ -94,6 +94,9 @@ class JobRun:
         epoch ended; the host keeps the first ack of a request and ignores the rest."""
         for _, acks, ended_ms in self.log.ended_acks():
             self.deliveries.acks(acks, ended_at_ms=ended_ms)
+
+    def _malformed(self, ack: Ack) -> None:
+        self.deliveries.acks([ack], ended_at_ms=None)
 
     def _on_command(self, command: Command) -> None:
         # A command starts the next epoch as soon as the running one ends; a rescale's

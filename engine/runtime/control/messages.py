@@ -123,7 +123,7 @@ class Command(CommandRequest):
         malformed."""
         request = CommandRequest.from_message(fields, cursor=cursor,
                                               received_at_ms=picked_up_at_ms)
-        return cls(**_fields_of(request), cursor=cursor, picked_up_at_ms=picked_up_at_ms)
+        return cls(**vars(request), cursor=cursor, picked_up_at_ms=picked_up_at_ms)
 
     @property
     def control_latency_ms(self) -> float:
@@ -227,10 +227,6 @@ class Ack:
         if known.get("sample") is not None:
             known["sample"] = RowSample.from_dict(known["sample"])
         return cls(**known)
-
-
-def _fields_of(request: CommandRequest) -> dict[str, Any]:
-    return {f.name: getattr(request, f.name) for f in fields(CommandRequest)}
 
 
 def _decoded(fields: WireFields) -> dict[str, str]:

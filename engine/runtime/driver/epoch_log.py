@@ -10,6 +10,7 @@ and the field (``MalformedPlan``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -85,11 +86,9 @@ class EpochLog:
         """The files every epoch so far took of directory source ``op_id``: those recorded,
         and those of the kept plans (a plan logged just before a crash may not be)."""
         taken: set[str] = set()
-        try:
-            with open(self._files_path(op_id), encoding="utf-8") as handle:
-                taken.update(line.rstrip("\n") for line in handle if line.strip())
-        except FileNotFoundError:
-            pass
+        path = self._files_path(op_id)
+        with contextlib.suppress(FileNotFoundError), open(path, encoding="utf-8") as handle:
+            taken.update(line.rstrip("\n") for line in handle if line.strip())
         for epoch in self._epochs("plan"):
             plan = self.plan(epoch)
             part = None if plan is None else plan.sources.get(op_id)

@@ -1,4 +1,4 @@
-"""What each source offers, against what the run consumed (DESIGN.md section 6).
+"""What each source offers, against what the run consumed.
 
 A source reports, at the end of each epoch, a ``SourceLoad``: everything offered so far,
 everything consumed so far, and the difference, its backlog. Each kind counts in its own

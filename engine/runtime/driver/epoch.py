@@ -120,13 +120,11 @@ class EpochRunner:
 def epoch_outcome(result: EpochResult, key_groups: int) -> EpochOutcome:
     """What the next epoch's plan needs of this one: each keyed operator's newest event
     time and its rows per key group (the loads a rebalance weighs)."""
-    max_event: dict[str, int | None] = {}
     kg_rows: dict[str, list[int]] = {}
     for op_id, reports in result.stage_reports.items():
-        max_event[op_id] = stage_max_event_us(reports)
-        loads = [0] * key_groups
+        loads = kg_rows[op_id] = [0] * key_groups
         for report in reports:
             for kg, rows in (report.get("kg_rows") or {}).items():
                 loads[int(kg)] += rows
-        kg_rows[op_id] = loads
+    max_event = {op: stage_max_event_us(reports) for op, reports in result.stage_reports.items()}
     return EpochOutcome(max_event_us=max_event, kg_rows=kg_rows)

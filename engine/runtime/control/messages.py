@@ -152,10 +152,8 @@ class RowSample:
 @dataclass(frozen=True, kw_only=True)
 class Ack:
     """What became of a command: ``applied`` in ``applied_epoch`` or ``rejected`` for
-    ``reason``; the operator's configuration ``before`` and ``after``; the state bytes the
-    store copied to install new owners; for an applied one, when the first epoch run
-    with it ended (``epoch_ended_at_ms``, stamped once it ended); and a served sample's
-    rows (``sample``)."""
+    ``reason``, the operator's configuration ``before`` and ``after`` it and, for an applied
+    one, when the first epoch run with it ended (stamped once it ended)."""
 
     request_id: str
     kind: str | None

@@ -107,8 +107,7 @@ def generator_columns(spec: GeneratorSpec, id_column: str = "value") -> tuple[Co
 
 def generator_batch(spark: SparkSession, spec: GeneratorSpec, first: int, end: int) -> DataFrame:
     """The generator's rows for event ids in [first, end) as a batch DataFrame (for checks)."""
-    ids = spark.range(first, end).withColumnRenamed("id", "value")
-    return ids.select(*generator_columns(spec))
+    return generator_rows(spark, spec, first, end, spark.sparkContext.defaultParallelism)
 
 
 def generator_rows(

@@ -6,12 +6,6 @@ the two arrives. Both inputs travel to the instances as one routed input, tagged
 (``__side``: 0 left, 1 right). A key group buffers the rows of both sides that a future
 row could still match, and drops a row once the watermark passes its time + ``within``
 (rows older than the watermark are late and dropped, as the other keyed operators do).
-It also stores, flagged ``__emitted``, the pairs its last epoch emitted, so a replayed
-epoch re-emits them unchanged.
-
-Output columns: the left input's columns, then the right input's columns the left does
-not have (``engine.dag.schema``); the right key columns are cast to the left's types
-before the key group is computed, so equal keys land in the same key group.
 """
 
 from __future__ import annotations

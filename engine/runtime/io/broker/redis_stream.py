@@ -7,8 +7,7 @@ planner keeps what it walked: it decodes the entries in bulk into Arrow as they 
 the epoch hands that table to Spark. Each entry crosses from Redis once per epoch, not once
 to plan and once more to read.
 
-A source that is behind (its epoch took its whole cap) has its next range walked on a
-thread of the driver while the epoch runs, so the next plan finds it ready; one that has
+A source that is behind has its next range walked ahead (``read_ahead``); one that has
 caught up is walked when its next epoch is planned, to take every new entry. A range the
 planner did not walk in this process (a replayed epoch after a restart) is read when the
 epoch runs.

@@ -20,10 +20,6 @@ from typing import Any, TypeVar
 from engine.dag.secrets import masked_url
 from engine.runtime.errors import StreamRuntimeError
 
-__all__ = ["DEAD_LETTER", "ENTRY_TIME", "FLOAT_KINDS", "INT_KINDS", "BrokerUnavailable",
-           "EntryError", "SourceSpec", "StreamSpec", "decode_entry", "entry_time", "masked_url",
-           "resolve_url", "retried_while_unreachable"]
-
 T = TypeVar("T")
 
 DEAD_LETTER = "__dead_letter"

@@ -13,7 +13,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from engine.dag import BROKER_SOURCE_TYPES, JobGraph, state_kind_of
+from engine.dag import BROKER_SOURCE_TYPES, JobGraph
 from engine.planner import PhysicalPlan
 from engine.runtime.control.run_config import RunConfig
 from engine.runtime.errors import UnsupportedJobError
@@ -38,7 +38,7 @@ from engine.runtime.spark.frames import (
     to_spark,
     union,
 )
-from engine.runtime.stage.regions import EpochJobs
+from engine.runtime.stage.regions import EpochJobs, stateless_chain
 from engine.runtime.stage.stateless import STATELESS_TYPES, apply_stateless
 from engine.runtime.stage.vsn_stage import (
     StageEpoch,
@@ -263,24 +263,11 @@ class EpochPipeline:
                    if self.graph.operator(child).type in STATELESS_TYPES else 1
                    for child in self.graph.children(op_id))
 
-    def _upstream_of(self, op_ids: list[str]) -> set[str]:
-        """The operators an action of ``op_ids`` computes: the stateless ones and sources
-        before each, up to a keyed operator (whose output the epoch keeps, not computed
-        again)."""
-        found: set[str] = set()
-        stack = [p for op in op_ids for p in self.graph.parents(op)]
-        while stack:
-            op = stack.pop()
-            if op not in found and state_kind_of(self.graph.operator(op)) == "stateless":
-                found.add(op)
-                stack.extend(self.graph.parents(op))
-        return found
-
     def _read_observations(self, result: EpochResult) -> None:
         # Only observations an action filled are read (see ``observed``); those of the
         # operators whose rows an action of the epoch read are waited for, as Spark's
         # listener reports them a moment after the action's job ended.
-        settle = self._upstream_of(self._read_by)
+        settle = {op for read in self._read_by for op in stateless_chain(self.graph, read)}
         for op_id, observation in self._observations.items():
             done = observed(observation, wait_s=SETTLE_S if op_id in settle else 0.0)
             result.rows_out[op_id] = int(observation.get["rows"]) if done else None

@@ -48,14 +48,16 @@ def fused_regions(graph: JobGraph) -> list[FusedRegion]:
         keyed = state_kind_of(op) != "stateless"
         if not (keyed or op.id in graph.sinks()):
             continue
-        chain = _stateless_chain(graph, op.id)
+        chain = stateless_chain(graph, op.id)
         members = chain if keyed else [*chain, op.id]
         if members:
             regions.append(FusedRegion(op.id, tuple(members), not keyed))
     return regions
 
 
-def _stateless_chain(graph: JobGraph, op_id: str) -> list[str]:
+def stateless_chain(graph: JobGraph, op_id: str) -> list[str]:
+    """The stateless operators and sources that feed ``op_id``, up to a keyed operator (whose
+    output an epoch keeps): what an action for ``op_id`` computes, in topological order."""
     found: list[str] = []
     stack = list(graph.parents(op_id))
     while stack:

@@ -14,10 +14,11 @@ import contextlib
 import json
 import os
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from engine.runtime.control.epoch_plan import EpochOutcome, EpochPlan
 from engine.runtime.control.messages import Ack
+from engine.runtime.driver.options import write_json
 from engine.runtime.errors import MalformedPlan
 from engine.runtime.io.taken import FilesTaken
 
@@ -47,15 +48,6 @@ class EpochLog:
         except ValueError as error:
             raise MalformedPlan(f"epoch log {path}: not JSON: {error}") from None
 
-    def _write(self, epoch: int, kind: str, doc: dict[str, Any]) -> None:
-        path = self._path(epoch, kind)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(doc, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-
     def plan(self, epoch: int) -> EpochPlan | None:
         """The plan logged for ``epoch``, if any."""
         doc = self._read(epoch, "plan")
@@ -63,7 +55,7 @@ class EpochLog:
 
     def write_plan(self, plan: EpochPlan) -> None:
         """Logs the plan of its epoch durably (fsync + rename)."""
-        self._write(plan.epoch, "plan", plan.to_json())
+        write_json(self._path(plan.epoch, "plan"), plan.to_json())
         self._prune(plan.epoch)
 
     def outcome(self, epoch: int) -> EpochOutcome | None:
@@ -74,7 +66,7 @@ class EpochLog:
 
     def write_outcome(self, epoch: int, outcome: EpochOutcome) -> None:
         """Logs what ``epoch`` observed."""
-        self._write(epoch, "outcome", outcome.to_json())
+        write_json(self._path(epoch, "outcome"), outcome.to_json())
 
     def _parsed(self, epoch: int, kind: str, parse: Callable[[object], T], doc: object) -> T:
         try:

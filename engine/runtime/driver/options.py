@@ -56,8 +56,14 @@ def run_info(options: RunOptions) -> dict[str, Any]:
 def save_run_info(options: RunOptions, info: dict[str, Any]) -> None:
     """Replaces the run's info in its checkpoint in one step."""
     os.makedirs(options.checkpoint, exist_ok=True)
-    path = os.path.join(options.checkpoint, RUN_INFO)
+    write_json(os.path.join(options.checkpoint, RUN_INFO), info)
+
+
+def write_json(path: str, doc: dict[str, Any]) -> None:
+    """Replaces the JSON file at ``path`` in one step, durably (fsync, then rename)."""
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(info, handle)
+        json.dump(doc, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
     os.replace(tmp, path)

@@ -53,6 +53,11 @@ class SourceSpec:
     time_field: str | None = None
     reconnect_s: float = 30.0
 
+    @property
+    def key(self) -> tuple[str, str, tuple[str, ...]]:
+        """What names the source across its plans: its operator, broker and streams."""
+        return self.op_id, self.url, self.streams
+
     @staticmethod
     def read_params(op_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """The fields above, read from validated operator params (see the catalog)."""

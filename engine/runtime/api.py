@@ -59,9 +59,9 @@ def start_run(
     the embedded state store. ``epoch_ms`` is the event time one epoch covers (a
     generator emits ``rows_per_second * epoch_ms / 1000`` rows per epoch); ``trigger_ms``
     the processing-time trigger (default ``epoch_ms``; 0 runs epochs back to back).
-    Starting again on the same checkpoint resumes the run
-    exactly once. ``state_url`` ``redis://...`` selects the networked store;
-    ``control_url`` ``redis://...`` the durable control channel (else in memory).
+    Starting again on the same checkpoint resumes the run exactly once. ``state_url``
+    ``redis://...`` selects the networked store; ``control_url`` ``redis://...`` the
+    durable control channel (else in memory).
     """
     if state_url:
         require_durable(state_url)  # before Spark starts: a clear refusal, not a late one

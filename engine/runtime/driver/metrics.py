@@ -63,7 +63,8 @@ def epoch_metrics(
     operators: dict[str, dict[str, Any]] = {}
     ended_ms = time.time() * 1000.0 if ended_ms is None else ended_ms
     for op_id in graph.topological_order():
-        rows_in = _rows_in(graph, op_id, operators)
+        parents = graph.parents(op_id)
+        rows_in = sum(operators[p]["rows_out"] or 0 for p in parents) if parents else None
         if op_id in result.stage_reports:
             reports = result.stage_reports[op_id]
             operators[op_id] = _keyed(reports, config[op_id].parallelism)
@@ -79,7 +80,7 @@ def epoch_metrics(
             operators[op_id] = {"instances": instances, "rows_in": rows_in,
                                 "rows_out": rows_out, "busy_ms": None,
                                 "processing_rate": None, "region": None}
-        _add_rates(operators[op_id], interval_ms, is_source=not graph.parents(op_id))
+        _add_rates(operators[op_id], interval_ms, is_source=not parents)
     regions = {
         region.region_id: _region(region, config, operators, result, clock)
         for region in fused_regions(graph)
@@ -130,13 +131,6 @@ def stage_max_event_us(reports: list[dict[str, Any]]) -> int | None:
         return min(max(latest[0]), max(latest[1])) if all(latest) else None
     events = [r["max_event_us"] for r in reports if r.get("max_event_us") is not None]
     return max(events) if events else None
-
-
-def _rows_in(graph: JobGraph, op_id: str, operators: dict[str, dict[str, Any]]) -> int | None:
-    parents = graph.parents(op_id)
-    if not parents:
-        return None
-    return sum(operators[p]["rows_out"] or 0 for p in parents)
 
 
 def _keyed(reports: list[dict[str, Any]], parallelism: int) -> dict[str, Any]:

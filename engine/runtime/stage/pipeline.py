@@ -98,8 +98,6 @@ class EpochPipeline:
     _observations: dict[str, Observation] = field(default_factory=dict)
     _cached: list[DataFrame] = field(default_factory=list)
     _partitions: dict[str, int | None] = field(default_factory=dict)
-    _instances: dict[str, int] = field(default_factory=dict)
-    _counted: dict[str, int] = field(default_factory=dict)
     _read_by: list[str] = field(default_factory=list)
     """The keyed operators and sinks whose Spark action read their input."""
 
@@ -124,8 +122,6 @@ class EpochPipeline:
                 self.release()
         result.samples = {op: _unsequenced(frames[op]) for op in self.sampled}
         self._read_observations(result)
-        result.rows_out.update(self._counted)
-        result.instances.update(self._instances)
         return result
 
     def release(self) -> None:
@@ -150,10 +146,10 @@ class EpochPipeline:
             if op_id not in self.source_counts:  # split as Spark reads it
                 self._partitions[op_id] = None
             else:  # a clock source: its row range over its parallelism
-                self._partitions[op_id] = self._instances[op_id] = self.config[op_id].parallelism
+                self._partitions[op_id] = result.instances[op_id] = self.config[op_id].parallelism
                 # One row per id of its planned range: counted without an observation,
                 # which would cost the driver a plan step and every row an accumulator.
-                self._counted[op_id] = self.source_counts[op_id]
+                result.rows_out[op_id] = self.source_counts[op_id]
                 return rows
             if op.type in BROKER_SOURCE_TYPES and self._jobs_reading(op_id) > 1:
                 # Several of the epoch's Spark jobs read the source; a broker is read once,
@@ -173,7 +169,7 @@ class EpochPipeline:
             return self._keyed(op_id, run_join_stage, parse_join_spec(op_id, params), sides, result)
         inputs = union(spark, parents)
         if op.type in STATELESS_TYPES:
-            inputs = self._enter_region(op_id, to_spark(spark, inputs))
+            inputs = self._enter_region(op_id, to_spark(spark, inputs), result.instances)
             return self._observe(op_id, apply_stateless(op.type, params, inputs))
         if op.type in _SINGLE_INPUT_STAGES:
             parse, stage_fn = _SINGLE_INPUT_STAGES[op.type]
@@ -201,22 +197,23 @@ class EpochPipeline:
             return inputs
         raise UnsupportedJobError(f"operator {op_id!r}: type {op.type!r} is not supported yet")
 
-    def _enter_region(self, op_id: str, rows: DataFrame) -> DataFrame:
-        """A stateless operator's rows, split as its region is planned: the first operator
-        of a region splits its input round-robin over the region's instances (unless the
-        rows already come in that many partitions), the others continue in the same
-        partitions. Where order matters downstream, rows are numbered before the split."""
+    def _enter_region(self, op_id: str, rows: DataFrame, instances: dict[str, int]) -> DataFrame:
+        """A stateless operator's rows, split as its region is planned (their partitions
+        noted in ``instances``): the first operator of a region splits its input round-robin
+        over the region's instances (unless the rows already come in that many partitions),
+        the others continue in the same partitions. Where order matters downstream, rows are
+        numbered before the split."""
         region = self.plan.region_of(op_id)
         parents = self.graph.parents(op_id)
         known = _total([self._partitions.get(p) for p in parents])
         if region.operators[0] != op_id:
-            self._partitions[op_id] = self._instances[op_id] = known or region.parallelism
+            self._partitions[op_id] = instances[op_id] = known or region.parallelism
             return rows
         if region.ordered_merge and SEQUENCE not in rows.columns:
             rows = rows.withColumn(SEQUENCE, F.monotonically_increasing_id())
         if known != region.parallelism:
             rows = rows.repartition(region.parallelism)
-        self._partitions[op_id] = self._instances[op_id] = region.parallelism
+        self._partitions[op_id] = instances[op_id] = region.parallelism
         return rows
 
     def _keyed(

@@ -62,6 +62,7 @@ def epoch_metrics(
     are those the epoch ran with, ``ended_ms`` the wall clock at its end (default: now)."""
     operators: dict[str, dict[str, Any]] = {}
     ended_ms = time.time() * 1000.0 if ended_ms is None else ended_ms
+    seconds = max(interval_ms, 1.0) / 1000.0  # rates are per second of the epoch's interval
     for op_id in graph.topological_order():
         parents = graph.parents(op_id)
         rows_in = sum(operators[p]["rows_out"] or 0 for p in parents) if parents else None
@@ -80,7 +81,9 @@ def epoch_metrics(
             operators[op_id] = {"instances": instances, "rows_in": rows_in,
                                 "rows_out": rows_out, "busy_ms": None,
                                 "processing_rate": None, "region": None}
-        _add_rates(operators[op_id], interval_ms, is_source=not parents)
+        op = operators[op_id]
+        op["input_rate"] = round((op["rows_in"] or 0) / seconds, 1) if parents else None
+        op["output_rate"] = round((op["rows_out"] or 0) / seconds, 1)
     regions = {
         region.region_id: _region(region, config, operators, result, clock)
         for region in fused_regions(graph)
@@ -180,12 +183,6 @@ def _region(
         "busy_ms": busy,
         "processing_rate": round(rows * len(busy) / total_s, 1) if total_s and rows else None,
     }
-
-
-def _add_rates(op: dict[str, Any], interval_ms: float, is_source: bool) -> None:
-    seconds = max(interval_ms, 1.0) / 1000.0
-    op["input_rate"] = None if is_source else round((op["rows_in"] or 0) / seconds, 1)
-    op["output_rate"] = round((op["rows_out"] or 0) / seconds, 1)
 
 
 def _add_load(graph: JobGraph, metrics: dict[str, Any], model: LoadModel) -> None:

@@ -161,11 +161,9 @@ def _as_partials(task: Any, entries: pa.Table) -> pa.Table:
     values = decode(entries[VALUE], pa.schema([schema.field(p.name) for p in spec.partials]))
     end = entries[TIMER]
     start = pc.subtract(end, pa.scalar(spec.window_us, pa.int64()))
-    columns = {KG: entries[ENTRY_KG]}
-    columns.update({k: keys[k] for k in spec.keys})
-    columns.update({WINDOW_START: start, WINDOW_END: end})
-    columns.update({p.name: values[p.name] for p in spec.partials})
-    return pa.table(columns)
+    return pa.table({KG: entries[ENTRY_KG], **{k: keys[k] for k in spec.keys},
+                     WINDOW_START: start, WINDOW_END: end,
+                     **{p.name: values[p.name] for p in spec.partials}})
 
 
 _SLOT = "@slot"

@@ -1,9 +1,6 @@
-"""Validates a logic change (new params) against the running job before installing it.
-
-Stateless operators: the new expressions must analyse against the operator's input
-schema (no data read). Window aggregates, dedupes and joins: the change must keep
-the stored state meaningful (same key, window shape and partials; a join's bound may only
-narrow); e.g. the watermark may change.
+"""Validates a logic change (new params) against the running job before installing it:
+a stateless operator's new expressions must analyse against its input schema (no data
+read), a keyed operator's must keep its stored state meaningful (``logic_change_refused``).
 """
 
 from __future__ import annotations

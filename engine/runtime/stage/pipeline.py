@@ -143,14 +143,13 @@ class EpochPipeline:
         spark = batch.sparkSession
         if op.type.startswith("source."):
             rows = self.source_frames[op_id]
-            if op_id not in self.source_counts:  # split as Spark reads it
-                self._partitions[op_id] = None
-            else:  # a clock source: its row range over its parallelism
+            if op_id in self.source_counts:  # a clock source: its row range over its parallelism
                 self._partitions[op_id] = result.instances[op_id] = self.config[op_id].parallelism
                 # One row per id of its planned range: counted without an observation,
                 # which would cost the driver a plan step and every row an accumulator.
                 result.rows_out[op_id] = self.source_counts[op_id]
                 return rows
+            self._partitions[op_id] = None  # split as Spark reads it
             if op.type in BROKER_SOURCE_TYPES and self._jobs_reading(op_id) > 1:
                 # Several of the epoch's Spark jobs read the source; a broker is read once,
                 # the rows are kept on the executors for the epoch. Read by one job, they

@@ -67,10 +67,7 @@ class Outbox:
             self._thread.join(max(0.0, deadline - time.monotonic()) + 1.0)
 
     def _loop(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
+        for item in iter(self._queue.get, None):  # None: closed
             self._deliver(item)
 
     def _deliver(self, item: Delivery) -> None:

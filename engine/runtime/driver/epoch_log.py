@@ -118,12 +118,8 @@ class EpochLog:
 
     def latest_plan(self, before: int) -> EpochPlan | None:
         """The most recent plan of an epoch < ``before``."""
-        epochs = [epoch for epoch in self._epochs("plan") if epoch < before]
-        for epoch in reversed(epochs):
-            plan = self.plan(epoch)
-            if plan is not None:
-                return plan
-        return None
+        plans = (self.plan(epoch) for epoch in reversed(self._epochs("plan")) if epoch < before)
+        return next((plan for plan in plans if plan is not None), None)
 
     def _prune(self, epoch: int) -> None:
         for name in os.listdir(self._dir):

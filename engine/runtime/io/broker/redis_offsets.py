@@ -56,7 +56,8 @@ def initial_offset(client: redis.Redis, spec: StreamSpec) -> Offset:
             streams[stream] = {"id": _last_id(client, stream), "n": length}
         else:
             given = spec.start[stream] if isinstance(spec.start, dict) else "0-0"
-            streams[stream] = {"id": given, "n": length - _count_after(client, stream, given)}
+            later = _advance_one(client, stream, given, None)[0]  # entries after ``given``
+            streams[stream] = {"id": given, "n": length - later}
     return {"op": spec.op_id, "streams": streams}
 
 
@@ -131,7 +132,3 @@ def _last_id(client: redis.Redis, stream: str) -> str:
 def _length(client: redis.Redis, stream: str) -> int:
     reply: Any = client.xlen(stream)
     return int(reply)
-
-
-def _count_after(client: redis.Redis, stream: str, after: str) -> int:
-    return _advance_one(client, stream, after, None)[0]

@@ -31,8 +31,8 @@ class SourceReadings:
             taken = part.count if part is not None else 0
             end = part.end if isinstance(part, ClockRange) else None
             meter.took(end, taken)
-            figures[op] = self._read(op, meter.offered(epoch, time.time() * 1000.0), taken,
-                                     interval_ms)
+            load = meter.offered(epoch, time.time() * 1000.0)
+            figures[op] = self._read(op, load, taken, interval_ms)
         return figures
 
     def brokers(

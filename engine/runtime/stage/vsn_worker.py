@@ -58,8 +58,8 @@ class InstanceReport:
 def _settle_worker() -> None:
     """Once per Python worker: freeze what is alive now (pyspark, pyarrow, numpy and this
     package). Spark runs a full ``gc.collect()`` in the worker after every task, which an
-    epoch pays per instance beyond the first on each core; the modules frozen out of it, it
-    costs next to nothing."""
+    epoch pays per instance beyond the first on each core; with the modules frozen out of
+    it, that costs next to nothing."""
     gc.freeze()
 
 

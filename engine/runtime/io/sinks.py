@@ -96,7 +96,7 @@ class FilesSink(Sink):
 
     def _write(self, frame: Frame, staging: str) -> int:
         if isinstance(frame, pa.Table) and self.fmt in ("parquet", "csv"):
-            # Collected rows (a VSN stage's output) are written without a Spark job.
+            # Rows already local (a keyed stage that emitted none) are written without a Spark job.
             os.makedirs(staging)
             target = os.path.join(staging, "part-00000." + self.fmt)
             if self.fmt == "parquet":

@@ -39,7 +39,7 @@ from engine.policies.prediction import load_rates, predict_change
 from engine.runtime.control.channel import RedisControlChannel
 from engine.runtime.control.messages import Ack, CommandRequest
 from engine.runtime.control.run_config import describe, initial_config
-from engine.runtime.driver.kept_state import KeptState, discard_state, kept_state
+from engine.runtime.driver.kept_state import discard_state, kept_state
 from engine.runtime.errors import RunFailure, failure_of, failure_summary
 from engine.runtime.operators.changes import logic_change_refused
 from engine.runtime.state import StoreSpec
@@ -57,7 +57,6 @@ __all__ = [
     "EngineError",
     "ExpressionParserUnavailable",
     "JobGraph",
-    "KeptState",
     "LastChange",
     "RedisControlChannel",
     "RunFailure",

@@ -1,4 +1,4 @@
-"""Spark runtime of the engine: runs job graphs as Spark Structured Streaming queries.
+"""Spark runtime of the engine: runs job graphs on Spark, one epoch at a time.
 
 The only part of ``engine`` that imports PySpark. Keyed operators run through the
 virtual shared-nothing (VSN) stage: state lives in a shared store addressed by

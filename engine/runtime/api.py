@@ -23,6 +23,7 @@ from engine.runtime.control.messages import CommandKind, CommandRequest
 from engine.runtime.driver.job_run import JobRun, RunOptions
 from engine.runtime.driver.kept_state import run_store
 from engine.runtime.driver.metrics import CollectingPublisher
+from engine.runtime.driver.options import run_info
 from engine.runtime.spark.session import build_session
 from engine.runtime.state.redis_durability import require_durable
 
@@ -58,9 +59,9 @@ def start_run(
     the embedded state store. ``epoch_ms`` is the event time one epoch covers (a
     generator emits ``rows_per_second * epoch_ms / 1000`` rows per epoch); ``trigger_ms``
     the processing-time trigger (default ``epoch_ms``; 0 runs epochs back to back).
-    Starting again on the same checkpoint resumes the run
-    exactly once. ``state_url`` ``redis://...`` selects the networked store;
-    ``control_url`` ``redis://...`` the durable control channel (else in memory).
+    Starting again on the same checkpoint resumes the run exactly once. ``state_url``
+    ``redis://...`` selects the networked store; ``control_url`` ``redis://...`` the
+    durable control channel (else in memory).
     """
     if state_url:
         require_durable(state_url)  # before Spark starts: a clear refusal, not a late one
@@ -77,7 +78,8 @@ def start_run(
         store=store,
         stop_after_epoch=stop_after_epoch,
     )
-    channel = open_control_channel(control_url, _run_id_of(options), control_prefix)
+    # A restarted run keeps the id stored in its checkpoint.
+    channel = open_control_channel(control_url, str(run_info(options)["run_id"]), control_prefix)
     run = JobRun(graph, session, options, publisher, recorder, channel)
     run.start()
     return run
@@ -115,13 +117,6 @@ _WARM_UP_JOB = {
 def _name_of(document: Mapping[str, Any] | JobGraph) -> str:
     name = document.name if isinstance(document, JobGraph) else document.get("name")
     return str(name)[:100] if name else "job"
-
-
-def _run_id_of(options: RunOptions) -> str:
-    # A restarted run keeps the id stored in its checkpoint.
-    from engine.runtime.driver.options import run_info
-
-    return str(run_info(options)["run_id"])
 
 
 def stop_run(run: JobRun) -> str:

@@ -17,7 +17,7 @@ MERGE_EXTRA_MS = 250.0
 
 def _epoch(epoch: int, p: int, ms: float, closing: bool, reads: bool) -> dict[str, Any]:
     return {"epoch": epoch, "batch_duration_ms": ms, "interval_ms": ms, "operators": {"counts": {
-                "instances": p, "rows_out": 100_000 if closing else 0, "groups_replayed": 0,
+                "instances": p, "rows_out": 100_000 if closing else 0,
                 "state_bytes_read": 1000 if reads else 0}}}
 
 

@@ -1,14 +1,8 @@
 """An epoch's plan and outcome, as the driver logs them in the run's epoch log.
 
-The plan is fixed before the epoch runs: every operator's configuration in force (its
-parallelism, key-group owners and params), what the epoch takes of each source, the keyed
-operators' watermarks, which window aggregates may close a window, the commands it applies
-(their acks) and the control cursor after them, and whether the run stops after it. A
-replayed epoch (after a crash) runs its logged plan again. The outcome is what the epoch
-observed that the next plan needs.
-
-``to_json`` / ``from_json`` are the log's form; reading a malformed one raises
-``MalformedPlan`` naming the field.
+The plan is fixed before the epoch runs, so a replayed epoch (after a crash) runs it again;
+the outcome is what the epoch observed that the next plan needs. Reading a malformed one
+raises ``MalformedPlan`` naming the field.
 """
 
 from __future__ import annotations

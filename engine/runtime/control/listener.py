@@ -17,13 +17,10 @@ import time
 from collections.abc import Callable
 
 from engine.runtime.control.channel import ControlChannel
-from engine.runtime.control.messages import Command
+from engine.runtime.control.messages import Ack, Command
 from engine.runtime.errors import CommandRejected
 
 log = logging.getLogger("streamscale.control")
-
-Rejection = tuple[str, dict[str, str], str, float]
-"""(cursor, raw message, reason, picked-up time in ms) of a malformed message."""
 
 
 class ControlListener:
@@ -34,7 +31,7 @@ class ControlListener:
         self,
         channel: ControlChannel,
         cursor: str | None,
-        on_malformed: Callable[[Rejection], None],
+        on_malformed: Callable[[Ack], None],
         block_ms: int = 100,
         on_command: Callable[[Command], None] | None = None,
     ) -> None:
@@ -82,15 +79,12 @@ class ControlListener:
                 continue
             self.error = None
             for cursor, fields in messages:
-                self._take_or_drop(cursor, fields)
+                try:
+                    self._take(cursor, fields)
+                except Exception as exc:  # noqa: BLE001  # one message must not end the listener
+                    log.error("dropped control message %s %r: %s", cursor, fields, exc)
+                    self.dropped.append(cursor)
                 self._cursor = cursor
-
-    def _take_or_drop(self, cursor: str, fields: dict[str, str]) -> None:
-        try:
-            self._take(cursor, fields)
-        except Exception as exc:  # noqa: BLE001  # one message must not end the listener
-            log.error("dropped control message %s %r: %s", cursor, fields, exc)
-            self.dropped.append(cursor)
 
     def _take(self, cursor: str, fields: dict[str, str]) -> None:
         picked_up = time.time() * 1000.0
@@ -98,7 +92,8 @@ class ControlListener:
             command = Command.picked_up(fields, cursor, picked_up)
         except CommandRejected as exc:
             log.warning("rejected control message %s %r: %s", cursor, fields, exc)
-            self._on_malformed((cursor, fields, str(exc), picked_up))
+            self._on_malformed(Ack.malformed(fields, cursor=cursor, reason=str(exc),
+                                             picked_up_at_ms=picked_up))
             return
         with self._lock:
             self._pending.append(command)

@@ -123,7 +123,7 @@ class Command(CommandRequest):
         malformed."""
         request = CommandRequest.from_message(fields, cursor=cursor,
                                               received_at_ms=picked_up_at_ms)
-        return cls(**_fields_of(request), cursor=cursor, picked_up_at_ms=picked_up_at_ms)
+        return cls(**vars(request), cursor=cursor, picked_up_at_ms=picked_up_at_ms)
 
     @property
     def control_latency_ms(self) -> float:
@@ -152,10 +152,8 @@ class RowSample:
 @dataclass(frozen=True, kw_only=True)
 class Ack:
     """What became of a command: ``applied`` in ``applied_epoch`` or ``rejected`` for
-    ``reason``; the operator's configuration ``before`` and ``after``; the state bytes the
-    store copied to install new owners; for an applied one, when the first epoch run
-    with it ended (``epoch_ended_at_ms``, stamped once it ended); and a served sample's
-    rows (``sample``)."""
+    ``reason``, the operator's configuration ``before`` and ``after`` it and, for an applied
+    one, when the first epoch run with it ended (stamped once it ended)."""
 
     request_id: str
     kind: str | None
@@ -229,10 +227,6 @@ class Ack:
         return cls(**known)
 
 
-def _fields_of(request: CommandRequest) -> dict[str, Any]:
-    return {f.name: getattr(request, f.name) for f in fields(CommandRequest)}
-
-
 def _decoded(fields: WireFields) -> dict[str, str]:
     return {_text(k): _text(v) for k, v in fields.items()}
 
@@ -250,7 +244,7 @@ def _is_assignment(value: object) -> bool:
 
 
 def _requested_at(text: str | None, received_at_ms: float | None) -> float:
-    if text is None or text == "":
+    if not text:
         if received_at_ms is None:
             raise CommandRejected("requested_at is required")
         return received_at_ms

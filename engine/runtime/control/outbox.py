@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
-from engine.runtime.control.listener import Rejection
 from engine.runtime.control.messages import Ack
 
 log = logging.getLogger("streamscale.outbox")
@@ -75,10 +74,7 @@ class Outbox:
             self._thread.join(max(0.0, deadline - time.monotonic()) + 1.0)
 
     def _loop(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
+        for item in iter(self._queue.get, None):  # None: closed
             self._deliver(item)
 
     def _deliver(self, item: Delivery) -> None:
@@ -122,19 +118,26 @@ class RunDeliveries:
             self.to_host.put(f"the ack of {ack.request_id!r}",
                              functools.partial(self._recorder.acknowledge, self.run_id, ack))
 
-    def malformed(self, rejection: Rejection) -> None:
-        """Queues the ack of a message the listener could not parse at all."""
-        cursor, fields, reason, picked_up_at_ms = rejection
-        self.acks([Ack.malformed(fields, cursor=cursor, reason=reason,
-                                 picked_up_at_ms=picked_up_at_ms)], ended_at_ms=None)
-
     def metrics(self, epoch: int, build: Callable[[], dict[str, Any]]) -> None:
         """Queues an epoch's metrics for the publisher, built by ``build`` on the deliveries'
         thread (once; a build that fails is logged and dropped, not retried like a failed
         delivery)."""
         what = f"the metrics of epoch {epoch}"
-        self.to_host.put(what, _BuiltOnce(
-            what, build, functools.partial(self._publisher.publish_epoch, self.run_id)).deliver)
+
+        @functools.cache
+        def built() -> dict[str, Any] | None:
+            try:
+                return build()
+            except Exception:  # a bug in the figures must not stop the deliveries
+                log.exception("could not build %s; dropped", what)
+                return None
+
+        def send() -> None:
+            payload = built()
+            if payload is not None:
+                self._publisher.publish_epoch(self.run_id, payload)
+
+        self.to_host.put(what, send)
 
     def flush(self, timeout_s: float = 30.0) -> bool:
         """Waits until everything queued so far is delivered; False on timeout."""
@@ -143,25 +146,3 @@ class RunDeliveries:
     def close(self) -> None:
         """Delivers what is queued (retrying for a bounded time), then stops."""
         self.to_host.close()
-
-
-class _BuiltOnce:
-    """A delivery whose payload ``build`` makes at its first attempt, kept for retries."""
-
-    def __init__(self, what: str, build: Callable[[], dict[str, Any]],
-                 send: Callable[[dict[str, Any]], object]) -> None:
-        self._what, self._build, self._send = what, build, send
-        self._payload: dict[str, Any] | None = None
-        self._failed = False
-
-    def deliver(self) -> None:
-        if self._failed:
-            return
-        if self._payload is None:
-            try:
-                self._payload = self._build()
-            except Exception:  # a bug in the figures must not stop the deliveries
-                self._failed = True
-                log.exception("could not build %s; dropped", self._what)
-                return
-        self._send(self._payload)

@@ -39,16 +39,11 @@ def apply_commands(
     """Applies commands in order; returns the new config, one ack each, and whether a
     stop was requested. A rejected command leaves the config as it was."""
     acks: list[Ack] = []
-    stop = False
     for command in commands:
         before = describe(config, command.operator)
-        if command.kind == "stop":
-            stop = True
-            acks.append(stop_ack(command, config, epoch))
-            continue
-        if command.kind == "sample":
-            reason = None if command.operator in config else (
-                f"unknown operator {command.operator!r}")
+        if command.kind in ("stop", "sample"):
+            unknown = command.kind == "sample" and command.operator not in config
+            reason = f"unknown operator {command.operator!r}" if unknown else None
             acks.append(Ack.of(command, epoch=epoch, before=before, after=before, reason=reason))
             continue
         try:
@@ -62,7 +57,7 @@ def apply_commands(
         config = after
         acks.append(Ack.of(command, epoch=epoch, before=before,
                            after=describe(config, command.operator), state_bytes_copied=copied))
-    return config, acks, stop
+    return config, acks, any(command.kind == "stop" for command in commands)
 
 
 def owner_moves(before: OperatorConfig, after: OperatorConfig) -> list[tuple[int, int, int]]:
@@ -71,9 +66,3 @@ def owner_moves(before: OperatorConfig, after: OperatorConfig) -> list[tuple[int
         return []
     return [(kg, old, new) for kg, (old, new) in enumerate(zip(before.owners, after.owners,
                                                                   strict=True)) if old != new]
-
-
-def stop_ack(command: Command, config: RunConfig, epoch: int | None) -> Ack:
-    """A stop's ack: applied after ``epoch`` (None: before any epoch), the plan unchanged."""
-    before = describe(config, command.operator)
-    return Ack.of(command, epoch=epoch, before=before, after=before)

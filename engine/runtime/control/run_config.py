@@ -128,8 +128,7 @@ def _rebalanced(
         observed = list(loads or [])
         if len(observed) != graph.key_groups:
             observed = [0.0] * graph.key_groups
-        owners = weighted_assignment(observed, current.parallelism).owners
-        return replace(current, owners=owners)
+        return replace(current, owners=weighted_assignment(observed, current.parallelism).owners)
     assert isinstance(command.assignment, tuple)
     try:
         parallelism = max(command.assignment) + 1 if command.assignment else 0

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import itertools
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -16,7 +15,6 @@ from pyspark.sql import DataFrame
 from engine.dag import JobGraph
 from engine.runtime.control.epoch_plan import EpochOutcome, EpochPlan
 from engine.runtime.control.outbox import RunDeliveries
-from engine.runtime.control.run_config import RunConfig
 from engine.runtime.driver.metrics import epoch_metrics, stage_max_event_us
 from engine.runtime.driver.planning import EpochPlanner
 from engine.runtime.driver.samples import EpochSamples, answered_later
@@ -30,14 +28,6 @@ from engine.runtime.stage.regions import EpochJobs, EpochTimes
 # Epochs this process's Spark session ran, over every run it drove (a warm standby's
 # warm-up job's included): its first ones carry the session's start-up cost.
 _SESSION_EPOCHS = itertools.count()
-
-
-@dataclass(frozen=True)
-class EpochDone:
-    """What the run keeps of an epoch it ran: its configuration and whether it is the last."""
-
-    config: RunConfig
-    stop: bool
 
 
 class EpochRunner:
@@ -57,9 +47,10 @@ class EpochRunner:
         self._last_start: float | None = None
         self._ran = 0  # epochs of this run in this process: its first starts the query
 
-    def run(self, batch: DataFrame, epoch: int) -> EpochDone | None:
+    def run(self, batch: DataFrame, epoch: int) -> EpochPlan | None:
         """Fixes the epoch's plan, runs it, logs the outcome and sends metrics and acks;
-        None, and nothing run, while the run is idle (no new data, no command)."""
+        returns the plan run, or None, and nothing run, while the run is idle (no new data,
+        no command)."""
         started = time.time()
         plan = self.planner.plan(epoch, batch)
         if plan is None:
@@ -87,7 +78,7 @@ class EpochRunner:
             self._metrics, plan, result, batch_ms, interval_ms or batch_ms,
             sources, self.clock.times(), ended * 1000.0, extra))
         self._ran += 1
-        return EpochDone(plan.config, plan.stop)
+        return plan
 
     def _pipeline(self, plan: EpochPlan, sampled: frozenset[str]) -> EpochPipeline:
         taken, config = plan.sources, plan.config
@@ -95,10 +86,10 @@ class EpochRunner:
                              {op: config[op].parallelism for op in taken})
         return EpochPipeline(
             self.graph, config, plan.epoch, plan.watermarks, self.planner.store,
-            self.sinks, source_frames=frames, clock=self.clock, closes=plan.closes,
+            self.sinks, self.planner.running_plan(config), source_frames=frames,
+            clock=self.clock, closes=plan.closes, sampled=sampled,
             source_counts={op: part.count for op, part in taken.items()
                            if op in self.planner.clocks},
-            plan=self.planner.running_plan(config), sampled=sampled,
         )
 
     def _sources(self, batch: DataFrame, epoch: int, plan: EpochPlan,
@@ -129,13 +120,11 @@ class EpochRunner:
 def epoch_outcome(result: EpochResult, key_groups: int) -> EpochOutcome:
     """What the next epoch's plan needs of this one: each keyed operator's newest event
     time and its rows per key group (the loads a rebalance weighs)."""
-    max_event: dict[str, int | None] = {}
     kg_rows: dict[str, list[int]] = {}
     for op_id, reports in result.stage_reports.items():
-        max_event[op_id] = stage_max_event_us(reports)
-        loads = [0] * key_groups
+        loads = kg_rows[op_id] = [0] * key_groups
         for report in reports:
             for kg, rows in (report.get("kg_rows") or {}).items():
                 loads[int(kg)] += rows
-        kg_rows[op_id] = loads
+    max_event = {op: stage_max_event_us(reports) for op, reports in result.stage_reports.items()}
     return EpochOutcome(max_event_us=max_event, kg_rows=kg_rows)

@@ -10,13 +10,15 @@ and the field (``MalformedPlan``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from engine.runtime.control.epoch_plan import EpochOutcome, EpochPlan
 from engine.runtime.control.messages import Ack
+from engine.runtime.driver.options import write_json
 from engine.runtime.errors import MalformedPlan
 from engine.runtime.io.taken import FilesTaken
 
@@ -46,15 +48,6 @@ class EpochLog:
         except ValueError as error:
             raise MalformedPlan(f"epoch log {path}: not JSON: {error}") from None
 
-    def _write(self, epoch: int, kind: str, doc: dict[str, Any]) -> None:
-        path = self._path(epoch, kind)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(doc, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-
     def plan(self, epoch: int) -> EpochPlan | None:
         """The plan logged for ``epoch``, if any."""
         doc = self._read(epoch, "plan")
@@ -62,7 +55,7 @@ class EpochLog:
 
     def write_plan(self, plan: EpochPlan) -> None:
         """Logs the plan of its epoch durably (fsync + rename)."""
-        self._write(plan.epoch, "plan", plan.to_json())
+        write_json(self._path(plan.epoch, "plan"), plan.to_json())
         self._prune(plan.epoch)
 
     def outcome(self, epoch: int) -> EpochOutcome | None:
@@ -73,7 +66,7 @@ class EpochLog:
 
     def write_outcome(self, epoch: int, outcome: EpochOutcome) -> None:
         """Logs what ``epoch`` observed."""
-        self._write(epoch, "outcome", outcome.to_json())
+        write_json(self._path(epoch, "outcome"), outcome.to_json())
 
     def _parsed(self, epoch: int, kind: str, parse: Callable[[object], T], doc: object) -> T:
         try:
@@ -85,11 +78,9 @@ class EpochLog:
         """The files every epoch so far took of directory source ``op_id``: those recorded,
         and those of the kept plans (a plan logged just before a crash may not be)."""
         taken: set[str] = set()
-        try:
-            with open(self._files_path(op_id), encoding="utf-8") as handle:
-                taken.update(line.rstrip("\n") for line in handle if line.strip())
-        except FileNotFoundError:
-            pass
+        path = self._files_path(op_id)
+        with contextlib.suppress(FileNotFoundError), open(path, encoding="utf-8") as handle:
+            taken.update(line.rstrip("\n") for line in handle if line.strip())
         for epoch in self._epochs("plan"):
             plan = self.plan(epoch)
             part = None if plan is None else plan.sources.get(op_id)
@@ -127,12 +118,8 @@ class EpochLog:
 
     def latest_plan(self, before: int) -> EpochPlan | None:
         """The most recent plan of an epoch < ``before``."""
-        epochs = [epoch for epoch in self._epochs("plan") if epoch < before]
-        for epoch in reversed(epochs):
-            plan = self.plan(epoch)
-            if plan is not None:
-                return plan
-        return None
+        plans = (self.plan(epoch) for epoch in reversed(self._epochs("plan")) if epoch < before)
+        return next((plan for plan in plans if plan is not None), None)
 
     def _prune(self, epoch: int) -> None:
         for name in os.listdir(self._dir):

@@ -21,7 +21,7 @@ from engine.planner import plan_job
 from engine.ports import MetricsPublisher, ReconfigurationRecorder
 from engine.runtime.control.channel import ControlChannel, MemoryControlChannel
 from engine.runtime.control.listener import ControlListener
-from engine.runtime.control.messages import WORKLOAD_KINDS, Command
+from engine.runtime.control.messages import WORKLOAD_KINDS, Ack, Command
 from engine.runtime.control.outbox import RunDeliveries
 from engine.runtime.control.run_config import RunConfig, initial_config
 from engine.runtime.driver.epoch import EpochRunner
@@ -79,7 +79,7 @@ class JobRun:
         self._deliver_logged_acks()
         latest = self.log.latest_plan(before=2**62)
         cursor = latest.cursor if latest else None
-        self._listener = ControlListener(self.channel, cursor, self.deliveries.malformed,
+        self._listener = ControlListener(self.channel, cursor, self._malformed,
                                          on_command=self._on_command)
         self._listener.start()
         self.planner.listener = self._listener
@@ -94,6 +94,9 @@ class JobRun:
         epoch ended; the host keeps the first ack of a request and ignores the rest."""
         for _, acks, ended_ms in self.log.ended_acks():
             self.deliveries.acks(acks, ended_at_ms=ended_ms)
+
+    def _malformed(self, ack: Ack) -> None:
+        self.deliveries.acks([ack], ended_at_ms=None)
 
     def _on_command(self, command: Command) -> None:
         # A command starts the next epoch as soon as the running one ends; a rescale's
@@ -112,7 +115,7 @@ class JobRun:
         with self._lock:
             self.config, self.last_epoch = done.config, epoch
             if done.stop:
-                self.loop.gate.stop_after = epoch
+                self.loop.stop_after = epoch
         return True
 
     def _check_fence(self, epoch: int) -> None:
@@ -130,7 +133,7 @@ class JobRun:
         returns the status: running (timed out), stopped or failed (see ``error``)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while self.loop.running():
-            last, done = self.loop.gate.stop_after, self.last_epoch
+            last, done = self.loop.stop_after, self.last_epoch
             if last is not None and done is not None and done >= last:
                 self.loop.await_commit(last)
                 self.stop()
@@ -150,7 +153,7 @@ class JobRun:
 
     def _finish(self) -> str:
         self._end()
-        self.error = self.loop.ended()
+        self.error = self.loop.failure()
         self.status = "failed" if self.error is not None else "stopped"
         return self.status
 

@@ -11,21 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 
-from engine.runtime.driver.options import RunOptions
-from engine.runtime.state import StoreSpec, build_store
-
-RUN_INFO = "run.json"
-
-
-@dataclass(frozen=True)
-class KeptState:
-    """A stopped run's kept state as its store measures it: bytes, entries, key groups."""
-
-    bytes: int
-    entries: int
-    key_groups: int
+from engine.runtime.driver.options import RUN_INFO, RunOptions
+from engine.runtime.state import StateSize, StoreSpec, build_store
 
 
 def run_store(checkpoint: str, run_id: str, state_url: str | None, prefix: str) -> StoreSpec:
@@ -37,13 +25,13 @@ def run_store(checkpoint: str, run_id: str, state_url: str | None, prefix: str) 
 
 
 def kept_state(checkpoint: str, *, run_id: str, state_url: str | None,
-               prefix: str) -> KeptState | None:
-    """The state a run with no driver kept under ``checkpoint`` and in its store; None when
-    it kept none (it never started, or its state was discarded)."""
+               prefix: str) -> StateSize | None:
+    """The state a run with no driver kept under ``checkpoint`` and in its store, as the
+    store measures it; None when it kept none (it never started, or its state was
+    discarded)."""
     if not os.path.exists(os.path.join(checkpoint, RUN_INFO)):
         return None
-    size = build_store(run_store(checkpoint, run_id, state_url, prefix)).size()
-    return KeptState(size.bytes, size.entries, size.key_groups)
+    return build_store(run_store(checkpoint, run_id, state_url, prefix)).size()
 
 
 def discard_state(checkpoint: str, *, run_id: str, state_url: str | None, prefix: str) -> None:

@@ -33,27 +33,6 @@ RECENT_PROGRESS = 100  # epochs kept in ``progress()``, as Spark keeps its query
 IDLE_POLL_S = 0.1  # how soon a run whose epochs go back to back looks again for data
 
 
-class EpochGate:
-    """Admits epochs until the run stops. A stop never interrupts an epoch in progress: an
-    epoch that would start once the stop is asked for (or after ``stop_after``) is refused."""
-
-    def __init__(self, stop_after: int | None) -> None:
-        self.stop_after = stop_after
-        self.stopping = False
-        self._lock = threading.Lock()
-
-    def admit(self, epoch: int) -> bool:
-        """Whether ``epoch`` may run."""
-        with self._lock:
-            return not (self.stopping or (self.stop_after is not None
-                                          and epoch > self.stop_after))
-
-    def close(self) -> None:
-        """Refuses every epoch from now on."""
-        with self._lock:
-            self.stopping = True
-
-
 def first_epoch(log: EpochLog) -> int:
     """The epoch a run starts with: the last one logged if it has no outcome yet (it runs
     again), else the one after it; 0 for a new run."""
@@ -106,14 +85,17 @@ class EpochPacer:
 
 
 class EpochLoop:
-    """Runs ``on_epoch(batch, epoch)`` for each epoch the ``gate`` admits, in a thread of
+    """Runs ``on_epoch(batch, epoch)`` for each epoch until the run stops, in a thread of
     the driver; ``on_epoch`` says whether it ran one (an idle run's does not). ``batch`` is
-    an empty frame: every source's rows come from the epoch's plan."""
+    an empty frame: every source's rows come from the epoch's plan. A stop never interrupts
+    an epoch in progress: an epoch that would start once the stop is asked for (or after
+    ``stop_after``) is refused."""
 
     def __init__(self, spark: SparkSession, options: RunOptions, log: EpochLog,
                  on_epoch: Callable[[DataFrame, int], bool]) -> None:
         self.spark, self.log, self._on_epoch = spark, log, on_epoch
-        self.gate = EpochGate(options.stop_after_epoch)
+        self.stop_after = options.stop_after_epoch
+        self._stopping = False
         self._pacer = EpochPacer(options.interval_ms)
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -135,7 +117,7 @@ class EpochLoop:
 
     def _run(self, epoch: int) -> None:
         while self._pacer.wait():
-            if not self.gate.admit(epoch):
+            if self._stopping or (self.stop_after is not None and epoch > self.stop_after):
                 return
             started = time.time()
             try:
@@ -159,7 +141,7 @@ class EpochLoop:
 
     def stop(self, timeout_s: float) -> None:
         """Ends the loop after the epoch in progress, if any (waits up to ``timeout_s``)."""
-        self.gate.close()
+        self._stopping = True
         self._pacer.close()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout_s)
@@ -171,10 +153,6 @@ class EpochLoop:
             if self._committed is not None and self._committed >= epoch:
                 return
             time.sleep(0.01)
-
-    def ended(self) -> BaseException | None:
-        """After the loop's end: its error, if an epoch failed."""
-        return self.failure()
 
     def failure(self) -> BaseException | None:
         """The error an epoch failed with, once the loop has ended on it."""

@@ -1,4 +1,4 @@
-"""Per-epoch metrics (DESIGN.md section 6) and the publishers the CLI and tests use.
+"""Per-epoch metrics and the publishers the CLI and tests use.
 
 Shape of one epoch's metrics::
 
@@ -10,7 +10,8 @@ Shape of one epoch's metrics::
                            "input_rate", "processing_rate", "output_rate",
                            "demand_rate", "congested", "etp"}},
      keyed operators also: {"rows_in_per_instance", "watermark_ms", "max_event_ms",
-                            "watermark_delay_ms", "watermark_lag_ms"},
+                            "watermark_delay_ms", "watermark_lag_ms", "state_bytes_written",
+                            "state_bytes_read"},
      "regions": {region_id: {"operators", "leader", "instances", "rows_in", "busy_ms",
                              "processing_rate", "demand_rate", "congested", "etp"}},
      "bottleneck": unit id or None}
@@ -24,13 +25,6 @@ source's over the time between its readings at the ends of epochs (``period_ms``
 ``processing_rate`` is DS2's true rate, rows per *busy* second summed over instances.
 ``demand_rate`` is the rate the sources' offered load asks of the operator (see
 ``engine.policies.load``); ``congested`` and ``etp`` are judged against it.
-
-A keyed operator's event-time progress explains why its sinks may get nothing for a while (a
-window emits once the watermark passes its end): ``watermark_ms`` is the watermark the epoch
-ran with (event time, Unix ms; None before the first rows), ``max_event_ms`` the newest event
-time among the epoch's rows, ``watermark_delay_ms`` how far the watermark is behind the
-driver's wall clock at the epoch's end, ``watermark_lag_ms`` how far it is behind the newest
-event seen (the operator's watermark delay, once rows flow).
 """
 
 from __future__ import annotations
@@ -68,8 +62,10 @@ def epoch_metrics(
     are those the epoch ran with, ``ended_ms`` the wall clock at its end (default: now)."""
     operators: dict[str, dict[str, Any]] = {}
     ended_ms = time.time() * 1000.0 if ended_ms is None else ended_ms
+    seconds = max(interval_ms, 1.0) / 1000.0  # rates are per second of the epoch's interval
     for op_id in graph.topological_order():
-        rows_in = _rows_in(graph, op_id, operators)
+        parents = graph.parents(op_id)
+        rows_in = sum(operators[p]["rows_out"] or 0 for p in parents) if parents else None
         if op_id in result.stage_reports:
             reports = result.stage_reports[op_id]
             operators[op_id] = _keyed(reports, config[op_id].parallelism)
@@ -85,7 +81,9 @@ def epoch_metrics(
             operators[op_id] = {"instances": instances, "rows_in": rows_in,
                                 "rows_out": rows_out, "busy_ms": None,
                                 "processing_rate": None, "region": None}
-        _add_rates(operators[op_id], interval_ms, is_source=not graph.parents(op_id))
+        op = operators[op_id]
+        op["input_rate"] = round((op["rows_in"] or 0) / seconds, 1) if parents else None
+        op["output_rate"] = round((op["rows_out"] or 0) / seconds, 1)
     regions = {
         region.region_id: _region(region, config, operators, result, clock)
         for region in fused_regions(graph)
@@ -112,8 +110,9 @@ def epoch_metrics(
 def event_time_progress(
     watermark_us: int | None, max_event_us: int | None, ended_ms: float
 ) -> dict[str, float | None]:
-    """A keyed operator's watermark, newest event and how far the watermark is behind the
-    wall clock and behind that event, in milliseconds."""
+    """A keyed operator's watermark (None before the first rows), newest event and how far
+    the watermark is behind the wall clock and behind that event, in milliseconds: why its
+    sinks may get nothing for a while (a window emits once the watermark passes its end)."""
     watermark = None if watermark_us is None else watermark_us / 1000.0
     newest = None if max_event_us is None else max_event_us / 1000.0
     return {
@@ -137,13 +136,6 @@ def stage_max_event_us(reports: list[dict[str, Any]]) -> int | None:
     return max(events) if events else None
 
 
-def _rows_in(graph: JobGraph, op_id: str, operators: dict[str, dict[str, Any]]) -> int | None:
-    parents = graph.parents(op_id)
-    if not parents:
-        return None
-    return sum(operators[p]["rows_out"] or 0 for p in parents)
-
-
 def _keyed(reports: list[dict[str, Any]], parallelism: int) -> dict[str, Any]:
     busy = [0.0] * parallelism
     rows = [0] * parallelism
@@ -162,9 +154,6 @@ def _keyed(reports: list[dict[str, Any]], parallelism: int) -> dict[str, Any]:
         "region": None,
         "state_bytes_written": sum(r["bytes_written"] for r in reports),
         "state_bytes_read": sum(r.get("bytes_read", 0) for r in reports),
-        # Key groups that already held this epoch (a replay after a crash): their stored
-        # rows were emitted again, nothing was recomputed.
-        "groups_replayed": sum(r.get("groups_replayed", 0) for r in reports),
     }
 
 
@@ -194,12 +183,6 @@ def _region(
         "busy_ms": busy,
         "processing_rate": round(rows * len(busy) / total_s, 1) if total_s and rows else None,
     }
-
-
-def _add_rates(op: dict[str, Any], interval_ms: float, is_source: bool) -> None:
-    seconds = max(interval_ms, 1.0) / 1000.0
-    op["input_rate"] = None if is_source else round((op["rows_in"] or 0) / seconds, 1)
-    op["output_rate"] = round((op["rows_out"] or 0) / seconds, 1)
 
 
 def _add_load(graph: JobGraph, metrics: dict[str, Any], model: LoadModel) -> None:

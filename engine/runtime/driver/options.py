@@ -11,6 +11,8 @@ from typing import Any
 
 from engine.runtime.state import StoreSpec
 
+RUN_INFO = "run.json"
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -42,7 +44,7 @@ class RunOptions:
 def run_info(options: RunOptions) -> dict[str, Any]:
     """The run's id and event-time origin, fixed at first start and kept in the
     checkpoint so a restarted run regenerates identical events."""
-    path = os.path.join(options.checkpoint, "run.json")
+    path = os.path.join(options.checkpoint, RUN_INFO)
     if os.path.exists(path):
         with open(path, encoding="utf-8") as handle:
             return dict(json.load(handle))
@@ -54,8 +56,14 @@ def run_info(options: RunOptions) -> dict[str, Any]:
 def save_run_info(options: RunOptions, info: dict[str, Any]) -> None:
     """Replaces the run's info in its checkpoint in one step."""
     os.makedirs(options.checkpoint, exist_ok=True)
-    path = os.path.join(options.checkpoint, "run.json")
+    write_json(os.path.join(options.checkpoint, RUN_INFO), info)
+
+
+def write_json(path: str, doc: dict[str, Any]) -> None:
+    """Replaces the JSON file at ``path`` in one step, durably (fsync, then rename)."""
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(info, handle)
+        json.dump(doc, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
     os.replace(tmp, path)

@@ -20,7 +20,6 @@ from engine.dag import JobGraph
 from engine.planner import PhysicalPlan, plan_job
 from engine.runtime.control.epoch_plan import EpochOutcome, EpochPlan
 from engine.runtime.control.listener import ControlListener
-from engine.runtime.control.messages import Ack, Command
 from engine.runtime.control.reconfigure import apply_commands
 from engine.runtime.control.run_config import LogicCheck, RunConfig, initial_config, running_plan
 from engine.runtime.driver.epoch_log import EpochLog
@@ -84,26 +83,25 @@ class EpochPlanner:
         previous = self.log.latest_plan(before=epoch)
         taken: Mapping[str, SourceTake] = {}
         watermarks: Mapping[str, int | None] = {}
-        outcome, cursor = None, None
+        outcome, cursor, before = None, None, None
         if previous is None:
-            config = initial_config(plan_job(self.graph))
             self._anchor_clock()
         else:
-            config, cursor, watermarks = previous.config, previous.cursor, previous.watermarks
-            outcome, taken = self.log.outcome(previous.epoch), previous.sources
-        # A new version of the job continues from the run's state with its own configuration
-        # (its state safety was checked before it started: the rule of live logic changes).
-        upgraded = previous is not None and not self._same_graph(previous)
-        if upgraded:
-            config = initial_config(plan_job(self.graph))
-        before = None if previous is None or upgraded else config  # ``_apply`` makes a new one
+            cursor, watermarks, taken = previous.cursor, previous.watermarks, previous.sources
+            outcome = self.log.outcome(previous.epoch)
+            # A new version of the job continues from the run's state with its own
+            # configuration (its state safety was checked before it started).
+            before = previous.config if self._same_graph(previous) else None
+        config = before if before is not None else initial_config(plan_job(self.graph))
         sources = self._take(taken)
         assert self.listener is not None
         if previous is not None and self._idle(sources) and not self.listener.pending():
             return None
         advanced = advance_watermarks(self.graph, config, watermarks, outcome)
         commands = self.listener.drain()
-        applied, acks, stop = self._apply(config, commands, epoch, batch, outcome)
+        applied, acks, stop = apply_commands(
+            self.graph, config, commands, epoch, outcome.kg_rows if outcome else {},
+            self._logic_check(config, batch), open_store(self.store).hand_over)
         plan = EpochPlan(
             epoch=epoch, config=applied, sources=sources, watermarks=advanced,
             closes=windows_closing(self.graph, applied, before, watermarks, advanced),
@@ -113,14 +111,6 @@ class EpochPlanner:
         self.log.write_plan(plan)
         self._record_files(sources)
         return plan
-
-    def _apply(self, config: RunConfig, commands: list[Command], epoch: int, batch: DataFrame,
-               outcome: EpochOutcome | None) -> tuple[RunConfig, list[Ack], bool]:
-        """The configuration with ``commands`` applied, their acks, and whether to stop."""
-        return apply_commands(
-            self.graph, config, commands, epoch, outcome.kg_rows if outcome else {},
-            self._logic_check(config, batch), open_store(self.store).hand_over,
-        )
 
     def _logic_check(self, config: RunConfig, batch: DataFrame) -> LogicCheck:
         """Checks a logic change against the epoch's input; its schemas are analysed only

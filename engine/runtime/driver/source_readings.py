@@ -32,8 +32,7 @@ class SourceReadings:
             end = part.end if isinstance(part, ClockRange) else None
             meter.took(end, taken)
             load = meter.offered(epoch, time.time() * 1000.0)
-            first = SourceLoad(load.offered - taken, load.consumed - taken, load.unit)
-            figures[op] = self._read(op, load, first, interval_ms)
+            figures[op] = self._read(op, load, taken, interval_ms)
         return figures
 
     def brokers(
@@ -45,15 +44,15 @@ class SourceReadings:
             taken = result.rows_out.get(op) or 0
             consumed = (self._loads[op].consumed if op in self._loads else 0) + taken
             load = SourceLoad(consumed + sum(streams.values()), consumed)
-            # The first reading: the lag before this epoch is unknown.
-            first = SourceLoad(load.offered - taken, load.consumed - taken)
-            figures[op] = self._read(op, load, first, interval_ms)
+            figures[op] = self._read(op, load, taken, interval_ms)
         return figures
 
-    def _read(
-        self, op: str, load: SourceLoad, first: SourceLoad, interval_ms: float
-    ) -> dict[str, Any]:
+    def _read(self, op: str, load: SourceLoad, taken: int, interval_ms: float) -> dict[str, Any]:
+        """The figures since the source's last reading; at its first, the load before the
+        epoch is taken as ``load`` less what the epoch took (a broker's lag before it is
+        unknown)."""
         now_ms = time.time() * 1000.0
+        first = SourceLoad(load.offered - taken, load.consumed - taken, load.unit)
         before = self._loads.get(op, first)
         since_ms = now_ms - self._read_at[op] if op in self._read_at else interval_ms
         self._loads[op], self._read_at[op] = load, now_ms

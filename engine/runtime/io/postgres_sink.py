@@ -220,8 +220,7 @@ def _stage_once(
 def _pooled(dsn: str) -> Any:
     conn = _CONNECTIONS.get(dsn)
     if conn is None or conn.closed:
-        conn = psycopg2.connect(dsn, connect_timeout=5)
-        _CONNECTIONS[dsn] = conn
+        conn = _CONNECTIONS[dsn] = psycopg2.connect(dsn, connect_timeout=5)
     return conn
 
 

@@ -56,11 +56,10 @@ class MemorySink(Sink):
 
 def memory_sink_rows(name: str) -> pa.Table | None:
     """Every committed row of the memory sink ``name``, in epoch order."""
-    with _MEMORY_LOCK:
-        epochs = _MEMORY.get(name)
-        if not epochs:
-            return None
-        return pa.concat_tables([epochs[e] for e in sorted(epochs)], promote_options="default")
+    epochs = memory_sink_epochs(name)
+    if not epochs:
+        return None
+    return pa.concat_tables([epochs[e] for e in sorted(epochs)], promote_options="default")
 
 
 def memory_sink_epochs(name: str) -> dict[int, pa.Table]:
@@ -97,7 +96,7 @@ class FilesSink(Sink):
 
     def _write(self, frame: Frame, staging: str) -> int:
         if isinstance(frame, pa.Table) and self.fmt in ("parquet", "csv"):
-            # Collected rows (a VSN stage's output) are written without a Spark job.
+            # Rows already local (a keyed stage that emitted none) are written without a Spark job.
             os.makedirs(staging)
             target = os.path.join(staging, "part-00000." + self.fmt)
             if self.fmt == "parquet":

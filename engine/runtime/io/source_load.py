@@ -1,4 +1,4 @@
-"""What each source offers, against what the run consumed (DESIGN.md section 6).
+"""What each source offers, against what the run consumed.
 
 A source reports, at the end of each epoch, a ``SourceLoad``: everything offered so far,
 everything consumed so far, and the difference, its backlog. Each kind counts in its own
@@ -45,11 +45,9 @@ class SourceMeter(Protocol):
 
     def took(self, end: int | None, count: int) -> None:
         """This epoch consumed ``count`` units, up to position ``end`` where it has one."""
-        ...
 
     def offered(self, epoch: int, now_ms: float) -> SourceLoad:
         """Offered and consumed so far, after ``epoch`` took its rows, at wall time ``now_ms``."""
-        ...
 
 
 def build_meters(

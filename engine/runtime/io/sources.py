@@ -20,10 +20,9 @@ from pyspark.sql import functions as F
 
 from engine.dag.catalog import OPERATOR_TYPES
 from engine.runtime.errors import UnsupportedJobError
+from engine.runtime.io.broker.event_draws import TYPE_CUTS, USERS
 from engine.runtime.io.data_access import resolve_data_path
 
-_EVENT_TYPE_CUTS = ((80, "view"), (95, "click"))  # the rest are purchases
-_USERS = 1_000_000
 _UNIT = float(2**53)
 
 
@@ -83,8 +82,8 @@ def _event_type(spec: GeneratorSpec, event_id: Column) -> Column:
         index = F.pmod(_hash(spec, event_id, 3), F.lit(len(spec.event_types))) + 1
         return F.element_at(choices, index.cast("int"))
     bucket = F.pmod(_hash(spec, event_id, 3), F.lit(100))
-    expr = F.when(bucket < _EVENT_TYPE_CUTS[0][0], F.lit(_EVENT_TYPE_CUTS[0][1]))
-    expr = expr.when(bucket < _EVENT_TYPE_CUTS[1][0], F.lit(_EVENT_TYPE_CUTS[1][1]))
+    expr = F.when(bucket < TYPE_CUTS[0][0], F.lit(TYPE_CUTS[0][1]))
+    expr = expr.when(bucket < TYPE_CUTS[1][0], F.lit(TYPE_CUTS[1][1]))
     return expr.otherwise(F.lit("purchase"))
 
 
@@ -100,7 +99,7 @@ def generator_columns(spec: GeneratorSpec, id_column: str = "value") -> tuple[Co
         event_id.cast("long").alias("event_id"),
         F.timestamp_micros(micros).alias("event_time"),
         _campaign(spec, event_id).cast("long").alias("campaign_id"),
-        F.pmod(_hash(spec, event_id, 2), F.lit(_USERS)).alias("user_id"),
+        F.pmod(_hash(spec, event_id, 2), F.lit(USERS)).alias("user_id"),
         _event_type(spec, event_id).alias("event_type"),
         (F.pmod(_hash(spec, event_id, 4), F.lit(100_000)) / F.lit(100.0)).alias("amount"),
     )
@@ -108,8 +107,7 @@ def generator_columns(spec: GeneratorSpec, id_column: str = "value") -> tuple[Co
 
 def generator_batch(spark: SparkSession, spec: GeneratorSpec, first: int, end: int) -> DataFrame:
     """The generator's rows for event ids in [first, end) as a batch DataFrame (for checks)."""
-    ids = spark.range(first, end).withColumnRenamed("id", "value")
-    return ids.select(*generator_columns(spec))
+    return generator_rows(spark, spec, first, end, spark.sparkContext.defaultParallelism)
 
 
 def generator_rows(

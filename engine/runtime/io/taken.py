@@ -1,10 +1,7 @@
 """What an epoch's plan takes of one source, fixed before the epoch runs: a clock source's
 row-id range, a directory's new files, a broker's offset range. Pure data, no Spark: the
-planner takes (``streams.take``), the epoch reads (``streams.source_rows``).
-
-Their JSON forms are the epoch log's: ``[first, end]``, ``{"files": [...]}``,
-``{"start": offset, "end": offset}`` (an offset as ``redis_offsets`` writes it) and, for
-NATS, the same with ``"by": "sequence"``."""
+planner takes (``streams.take``), the epoch reads (``streams.source_rows``); their JSON
+forms (``to_json``) are the epoch log's."""
 
 from __future__ import annotations
 

@@ -43,7 +43,6 @@ def process_dedupe_instance(
         kept = kept_rows(spec, rows, _seen(store, spec, rows, fields))
         changes = _changes(spec, task.watermark_us, rows, kept, columns)
         report.bytes_written += store.commit_entries(spec.operator, task.epoch, changes)
-        report.groups_written += len(changes)
         outputs.append(kept.select(columns))
     return emitted_rows(outputs, report)
 

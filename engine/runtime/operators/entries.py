@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.runtime.errors import UnsupportedJobError
+from engine.runtime.state.sorted_runs import one_chunk
 
 SEP = "\x1f"
 ROW = "\x1d"  # between rows, where one value holds several (``encode_rows``)
@@ -54,8 +55,8 @@ def encode(table: pa.Table, columns: list[str]) -> pa.Array:
         flagged = pc.binary_join_element_wise("v", text, "")
         parts.append(pc.fill_null(flagged, "n"))
     if len(parts) == 1:
-        return _combine(parts[0])
-    return _combine(pc.binary_join_element_wise(*parts, SEP))
+        return one_chunk(parts[0])
+    return one_chunk(pc.binary_join_element_wise(*parts, SEP))
 
 
 def decode(encoded: pa.Array | pa.ChunkedArray, schema: pa.Schema) -> pa.Table:
@@ -76,11 +77,7 @@ def _decode_one(piece: pa.Array | pa.ChunkedArray, kind: pa.DataType) -> pa.Arra
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         text = pc.replace_substring(text, _ESC + "s", SEP)
         text = pc.replace_substring(text, _ESC + "r", ROW)
-        return _combine(pc.cast(pc.replace_substring(text, _ESC + "e", _ESC), kind))
+        return one_chunk(pc.cast(pc.replace_substring(text, _ESC + "e", _ESC), kind))
     if pa.types.is_timestamp(kind):
-        return _combine(pc.cast(pc.cast(text, pa.int64()), kind))
-    return _combine(pc.cast(text, kind))
-
-
-def _combine(array: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+        return one_chunk(pc.cast(pc.cast(text, pa.int64()), kind))
+    return one_chunk(pc.cast(text, kind))

@@ -6,12 +6,6 @@ the two arrives. Both inputs travel to the instances as one routed input, tagged
 (``__side``: 0 left, 1 right). A key group buffers the rows of both sides that a future
 row could still match, and drops a row once the watermark passes its time + ``within``
 (rows older than the watermark are late and dropped, as the other keyed operators do).
-It also stores, flagged ``__emitted``, the pairs its last epoch emitted, so a replayed
-epoch re-emits them unchanged.
-
-Output columns: the left input's columns, then the right input's columns the left does
-not have (``engine.dag.schema``); the right key columns are cast to the left's types
-before the key group is computed, so equal keys land in the same key group.
 """
 
 from __future__ import annotations
@@ -96,7 +90,6 @@ def matches(spec: JoinSpec, left: pa.Table, right: pa.Table) -> pa.Table:
 
     The hash join sees only keys, times and row numbers; the payload is gathered with
     ``take``, so any column type can be carried."""
-    columns = [KG, *spec.output_columns]
     if left.num_rows == 0 or right.num_rows == 0:
         return _empty_pairs(spec, left, right)
     lhs = left.select([*spec.keys, TIME_US]).append_column(
@@ -112,8 +105,8 @@ def matches(spec: JoinSpec, left: pa.Table, right: pa.Table) -> pa.Table:
     joined = joined.filter(pc.less_equal(apart, spec.within_us))
     left_part = left.select([KG, *spec.left_columns]).take(joined[_LEFT_ROW])
     right_part = right.select(list(spec.right_columns)).take(joined[_RIGHT_ROW])
-    pairs = pa.Table.from_arrays([*left_part.columns, *right_part.columns], names=columns)
-    return pairs
+    return pa.Table.from_arrays([*left_part.columns, *right_part.columns],
+                                names=[KG, *spec.output_columns])
 
 
 def _empty_pairs(spec: JoinSpec, left: pa.Table, right: pa.Table) -> pa.Table:

@@ -48,7 +48,6 @@ def process_join_instance(
         every = pa.concat_tables([buffered, arrived]) if buffered is not None else arrived
         changes = _changes(spec, task.watermark_us, every, pairs, columns)
         report.bytes_written += store.commit_entries(spec.operator, task.epoch, changes)
-        report.groups_written += len(changes)
         outputs.append(pairs.drop_columns([KG]))
     return emitted_rows(outputs, report)
 

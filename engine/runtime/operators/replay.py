@@ -44,11 +44,10 @@ def emitted_rows(outputs: list[pa.Table], report: Any) -> pa.Table | None:
 
 def replay_of(task: Any, report: Any, store: StateStore) -> Replay:
     """What of ``task``'s epoch (a ``vsn_worker.EpochTask``) the instance of ``report``
-    committed already; the report counts the groups done."""
+    committed already."""
     op = task.spec.operator
     owned = [kg for kg, owner in enumerate(task.owners) if owner == report.instance]
     marks = store.marks(op, owned)
     done = sorted(kg for kg in owned if marks.get(kg, -1) >= task.epoch)
-    report.groups_replayed = len(done)
     emitted = list(store.read_emitted(op, done).values()) if done else []
     return Replay(owned, done, emitted)

@@ -41,12 +41,8 @@ def assign_windows(spec: WindowSpec, rows: pa.Table) -> pa.Table:
         if i == 0 or holds.all():
             parts.append(rows.append_column(WINDOW_START, pa.array(starts, pa.int64())))
         elif holds.any():
-            chosen = pa.array(np.flatnonzero(holds))
-            parts.append(
-                rows.take(chosen).append_column(
-                    WINDOW_START, pa.array(starts[holds], pa.int64())
-                )
-            )
+            chosen = pa.array(starts[holds], pa.int64())
+            parts.append(rows.filter(pa.array(holds)).append_column(WINDOW_START, chosen))
     return pa.concat_tables(parts)
 
 
@@ -55,18 +51,10 @@ def partials_from_rows(spec: WindowSpec, rows: pa.Table) -> pa.Table:
     key and window, with the row count and max event time of each; window bounds are
     assigned here, so they need not travel with every row."""
     rows = assign_windows(spec, rows)
-    aggregations: list[tuple[object, str]] = []
-    names: list[str] = []
-    for partial in spec.partials:
-        if partial.column is None:
-            aggregations.append(([], "count_all"))
-        else:
-            aggregations.append(
-                (partial.column, "count" if partial.func == "count" else partial.func)
-            )
-        names.append(partial.name)
+    aggregations: list[tuple[object, str]] = [
+        ([], "count_all") if p.column is None else (p.column, p.func) for p in spec.partials]
     aggregations += [([], "count_all"), (TIME_US, "max")]
-    names += [ROWS, MAX_EVENT]
+    names = [*(p.name for p in spec.partials), ROWS, MAX_EVENT]
     keys = [KG, *spec.keys, WINDOW_START]
     grouped = rows.group_by(keys, use_threads=False).aggregate(aggregations)
     # group_by answers the keys first, then one column per aggregation.

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from engine.runtime.operators.columns import KG
 from engine.runtime.operators.entries import check_types, decode, encode
-from engine.runtime.operators.replay import replay_of
+from engine.runtime.operators.replay import emitted_rows, replay_of
 from engine.runtime.operators.window_merge import (
     drop_late,
     finalize,
@@ -36,6 +36,7 @@ from engine.runtime.operators.window_spec import (
 from engine.runtime.state import StateStore
 from engine.runtime.state.base import FIELD, TIMER, VALUE, Combine, KeyedChanges
 from engine.runtime.state.base import KG as ENTRY_KG
+from engine.runtime.state.sorted_runs import one_chunk
 
 
 def window_state_schema(spec: WindowSpec, input_schema: pa.Schema) -> pa.Schema:
@@ -72,16 +73,10 @@ def process_window_instance(
     closed = _closed(task, store, live, combine)
     changes = _changes(spec, partials, closed, task.watermark_us)
     report.bytes_written += store.commit_entries(op, task.epoch, changes, combine)
-    report.groups_written += len(changes)
-    if closed is not None and closed.num_rows:
+    if closed is not None:
         outputs.append(closed.drop_columns([KG]))
-    outputs = [o for o in outputs if o.num_rows]
-    if not outputs:
-        return None
-    names = outputs[0].column_names
-    emitted = finalize(spec, pa.concat_tables([o.select(names) for o in outputs]))
-    report.rows_out = emitted.num_rows
-    return emitted
+    emitted = emitted_rows(outputs, report)
+    return None if emitted is None else finalize(spec, emitted)
 
 
 def input_partials(task: Any, table: pa.Table | None, report: Any) -> pa.Table | None:
@@ -93,7 +88,6 @@ def input_partials(task: Any, table: pa.Table | None, report: Any) -> pa.Table |
     report.rows_in = table.num_rows  # rows, not rows times the sliding windows they fall in
     report.max_event_us = pc.max(partials[MAX_EVENT]).as_py()
     partials = drop_late(partials, task.watermark_us)
-    report.partials_in = partials.num_rows
     report.kg_rows = kg_rows(partials)
     return partials if partials.num_rows else None
 
@@ -128,7 +122,7 @@ _UFUNCS = {"sum": np.add, "min": np.minimum, "max": np.maximum}
 def _folded(column: pa.Array, merge: str, entry: np.ndarray, starts: np.ndarray) -> pa.Array:
     """``column``'s values merged per entry (``entry`` sorted, ``starts`` where each entry's
     rows start): a NumPy ``reduceat`` for numbers, Arrow's grouped aggregate otherwise."""
-    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    column = one_chunk(column)
     kind = column.type
     if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
         table = pa.table({merge: column, _ENTRY: pa.array(entry, pa.int64())})
@@ -167,11 +161,9 @@ def _as_partials(task: Any, entries: pa.Table) -> pa.Table:
     values = decode(entries[VALUE], pa.schema([schema.field(p.name) for p in spec.partials]))
     end = entries[TIMER]
     start = pc.subtract(end, pa.scalar(spec.window_us, pa.int64()))
-    columns = {KG: entries[ENTRY_KG]}
-    columns.update({k: keys[k] for k in spec.keys})
-    columns.update({WINDOW_START: start, WINDOW_END: end})
-    columns.update({p.name: values[p.name] for p in spec.partials})
-    return pa.table(columns)
+    return pa.table({KG: entries[ENTRY_KG], **{k: keys[k] for k in spec.keys},
+                     WINDOW_START: start, WINDOW_END: end,
+                     **{p.name: values[p.name] for p in spec.partials}})
 
 
 _SLOT = "@slot"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
+from functools import reduce
 from typing import Union
 
 import numpy as np
@@ -43,10 +44,7 @@ def union(spark: SparkSession, frames: list[Frame]) -> Frame:
     """Union by column name (Arrow stays Arrow when every input is Arrow)."""
     if all(isinstance(f, pa.Table) for f in frames):
         return pa.concat_tables(frames, promote_options="default")  # type: ignore[arg-type]
-    combined = to_spark(spark, frames[0])
-    for other in frames[1:]:
-        combined = combined.unionByName(to_spark(spark, other))
-    return combined
+    return reduce(DataFrame.unionByName, [to_spark(spark, frame) for frame in frames])
 
 
 def time_quantiles(frame: pa.Table, column: str) -> tuple[float, float, float] | None:

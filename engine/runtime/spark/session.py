@@ -43,10 +43,8 @@ _REQUIRED_CONF = {
 
 def project_root() -> str:
     """The directory that holds the ``engine`` package."""
-    here = os.path.abspath(__file__)  # <root>/engine/runtime/spark/session.py
-    for _ in range(4):
-        here = os.path.dirname(here)
-    return here
+    # This file is <root>/engine/runtime/spark/session.py.
+    return os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 def _export_project_path() -> None:
@@ -58,22 +56,14 @@ def _export_project_path() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
 
 
-def build_session(
-    master: str = "local[2]",
-    app_name: str = "streamscale",
-    shuffle_partitions: int = 2,
-    extra_conf: dict[str, str] | None = None,
-) -> SparkSession:
+def build_session(master: str = "local[2]", app_name: str = "streamscale") -> SparkSession:
     """A SparkSession configured for the VSN runtime (speculation and AQE off, Arrow on)."""
     _export_project_path()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    conf = dict(_REQUIRED_CONF)
-    conf["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
-    conf["spark.ui.enabled"] = "false"
-    conf["spark.executorEnv.PYTHONPATH"] = os.environ["PYTHONPATH"]
-    conf.update(extra_conf or {})
+    conf = {**_REQUIRED_CONF, "spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
+            "spark.executorEnv.PYTHONPATH": os.environ["PYTHONPATH"]}
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -13,9 +13,9 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from engine.dag import BROKER_SOURCE_TYPES, JobGraph, state_kind_of
+from engine.dag import BROKER_SOURCE_TYPES, JobGraph
 from engine.planner import PhysicalPlan
-from engine.runtime.control.run_config import RunConfig, running_plan
+from engine.runtime.control.run_config import RunConfig
 from engine.runtime.errors import UnsupportedJobError
 from engine.runtime.io.broker.dead_letters import (
     DEAD_LETTER,
@@ -38,7 +38,7 @@ from engine.runtime.spark.frames import (
     to_spark,
     union,
 )
-from engine.runtime.stage.regions import EpochJobs
+from engine.runtime.stage.regions import EpochJobs, stateless_chain
 from engine.runtime.stage.stateless import STATELESS_TYPES, apply_stateless
 from engine.runtime.stage.vsn_stage import (
     StageEpoch,
@@ -54,9 +54,6 @@ SEQUENCE = "__seq"
 # How long the count of an operator whose rows an ended action read may take to be reported.
 SETTLE_S = 2.0
 
-# Sources read from an outside system: read once per epoch, kept for the epoch's other jobs.
-BROKER_SOURCES = BROKER_SOURCE_TYPES
-
 
 @dataclass
 class EpochResult:
@@ -65,7 +62,6 @@ class EpochResult:
     stage_reports: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     rows_out: dict[str, int | None] = field(default_factory=dict)
     sink_rows: dict[str, int] = field(default_factory=dict)
-    sink_commit_s: float = 0.0
     latency_ms: dict[str, float | None] = field(default_factory=dict)
     dead_letters: dict[str, dict[str, Any]] = field(default_factory=dict)
     sink_wall_ms: dict[str, float] = field(default_factory=dict)
@@ -85,6 +81,9 @@ class EpochPipeline:
     watermarks: Mapping[str, int | None]
     store: StoreSpec
     sinks: dict[str, Sink]
+    plan: PhysicalPlan
+    """The planner's plan of ``config`` (``running_plan``): how each region's rows are split
+    and merged."""
     source_frames: dict[str, DataFrame] = field(default_factory=dict)
     """Every source's rows of the epoch, as its plan took them."""
     source_counts: dict[str, int] = field(default_factory=dict)
@@ -93,24 +92,14 @@ class EpochPipeline:
     closes: Mapping[str, bool] = field(default_factory=dict)
     """Whether each window aggregate's watermark passes a window's end in the epoch (the
     plan's ``closes``); one not named may."""
-    plan: PhysicalPlan | None = None
-    """The planner's plan of ``config`` (``running_plan``): how each region's rows are split
-    and merged. Made from ``graph`` and ``config`` when not given."""
     sampled: frozenset[str] = frozenset()
     """Operators whose rows the caller takes a sample of after the epoch: their frames are
     in the result and what the epoch cached stays until the caller's ``release``."""
     _observations: dict[str, Observation] = field(default_factory=dict)
-    dead_letters: dict[str, dict[str, Any]] = field(default_factory=dict)
     _cached: list[DataFrame] = field(default_factory=list)
     _partitions: dict[str, int | None] = field(default_factory=dict)
-    _instances: dict[str, int] = field(default_factory=dict)
-    _counted: dict[str, int] = field(default_factory=dict)
     _read_by: list[str] = field(default_factory=list)
     """The keyed operators and sinks whose Spark action read their input."""
-
-    def __post_init__(self) -> None:
-        if self.plan is None:
-            self.plan = running_plan(self.graph, self.config)
 
     def run(self, batch: DataFrame) -> EpochResult:
         """Builds every operator's DataFrame, runs the VSN stages, commits the sinks.
@@ -124,8 +113,7 @@ class EpochPipeline:
         try:
             for op_id in self.graph.topological_order():
                 frames[op_id] = self._evaluate(op_id, batch, frames, result, latency_inputs)
-            result.sink_commit_s = time.time()
-            result.latency_ms = _latency(latency_inputs, result.sink_commit_s)
+            result.latency_ms = _latency(latency_inputs, time.time())
             ran = True
         finally:
             # A sampled frame may read a keyed operator's cached output: computed again, its
@@ -133,10 +121,7 @@ class EpochPipeline:
             if not (ran and self.sampled):
                 self.release()
         result.samples = {op: _unsequenced(frames[op]) for op in self.sampled}
-        result.rows_out.update(self._observed())
-        result.rows_out.update(self._counted)
-        result.instances.update(self._instances)
-        result.dead_letters = self.dead_letters
+        self._read_observations(result)
         return result
 
     def release(self) -> None:
@@ -158,15 +143,14 @@ class EpochPipeline:
         spark = batch.sparkSession
         if op.type.startswith("source."):
             rows = self.source_frames[op_id]
-            if op_id not in self.source_counts:  # split as Spark reads it
-                self._partitions[op_id] = None
-            else:  # a clock source: its row range over its parallelism
-                self._partitions[op_id] = self._instances[op_id] = self.config[op_id].parallelism
+            if op_id in self.source_counts:  # a clock source: its row range over its parallelism
+                self._partitions[op_id] = result.instances[op_id] = self.config[op_id].parallelism
                 # One row per id of its planned range: counted without an observation,
                 # which would cost the driver a plan step and every row an accumulator.
-                self._counted[op_id] = self.source_counts[op_id]
+                result.rows_out[op_id] = self.source_counts[op_id]
                 return rows
-            if op.type in BROKER_SOURCES and self._jobs_reading(op_id) > 1:
+            self._partitions[op_id] = None  # split as Spark reads it
+            if op.type in BROKER_SOURCE_TYPES and self._jobs_reading(op_id) > 1:
                 # Several of the epoch's Spark jobs read the source; a broker is read once,
                 # the rows are kept on the executors for the epoch. Read by one job, they
                 # are not: a cache would copy every row once more.
@@ -184,16 +168,12 @@ class EpochPipeline:
             return self._keyed(op_id, run_join_stage, parse_join_spec(op_id, params), sides, result)
         inputs = union(spark, parents)
         if op.type in STATELESS_TYPES:
-            inputs = self._enter_region(op_id, to_spark(spark, inputs))
+            inputs = self._enter_region(op_id, to_spark(spark, inputs), result.instances)
             return self._observe(op_id, apply_stateless(op.type, params, inputs))
-        if op.type == "window_aggregate":
-            window = parse_window_spec(op_id, params)
+        if op.type in _SINGLE_INPUT_STAGES:
+            parse, stage_fn = _SINGLE_INPUT_STAGES[op.type]
             rows = to_spark(spark, _unsequenced(inputs))
-            return self._keyed(op_id, run_window_stage, window, rows, result)
-        if op.type == "dedupe":
-            dedupe = parse_dedupe_spec(op_id, params)
-            rows = to_spark(spark, _unsequenced(inputs))
-            return self._keyed(op_id, run_dedupe_stage, dedupe, rows, result)
+            return self._keyed(op_id, stage_fn, parse(op_id, params), rows, result)
         if op.type.startswith("sink."):
             if isinstance(inputs, DataFrame) and SEQUENCE in inputs.columns:
                 # The order-preserving merge: rows reach the sink in the order they entered
@@ -216,23 +196,23 @@ class EpochPipeline:
             return inputs
         raise UnsupportedJobError(f"operator {op_id!r}: type {op.type!r} is not supported yet")
 
-    def _enter_region(self, op_id: str, rows: DataFrame) -> DataFrame:
-        """A stateless operator's rows, split as its region is planned: the first operator
-        of a region splits its input round-robin over the region's instances (unless the
-        rows already come in that many partitions), the others continue in the same
-        partitions. Where order matters downstream, rows are numbered before the split."""
-        assert self.plan is not None
+    def _enter_region(self, op_id: str, rows: DataFrame, instances: dict[str, int]) -> DataFrame:
+        """A stateless operator's rows, split as its region is planned (their partitions
+        noted in ``instances``): the first operator of a region splits its input round-robin
+        over the region's instances (unless the rows already come in that many partitions),
+        the others continue in the same partitions. Where order matters downstream, rows are
+        numbered before the split."""
         region = self.plan.region_of(op_id)
         parents = self.graph.parents(op_id)
         known = _total([self._partitions.get(p) for p in parents])
         if region.operators[0] != op_id:
-            self._partitions[op_id] = self._instances[op_id] = known or region.parallelism
+            self._partitions[op_id] = instances[op_id] = known or region.parallelism
             return rows
         if region.ordered_merge and SEQUENCE not in rows.columns:
             rows = rows.withColumn(SEQUENCE, F.monotonically_increasing_id())
         if known != region.parallelism:
             rows = rows.repartition(region.parallelism)
-        self._partitions[op_id] = self._instances[op_id] = region.parallelism
+        self._partitions[op_id] = instances[op_id] = region.parallelism
         return rows
 
     def _keyed(
@@ -243,15 +223,9 @@ class EpochPipeline:
         self._partitions[op_id] = config.parallelism
         assert config.owners is not None
         with self._action(op_id):
-            at = StageEpoch(
-                self.epoch,
-                self.graph.key_groups,
-                config.owners,
-                config.parallelism,
-                self.watermarks.get(op_id),
-                self.store,
-                closes=self.closes.get(op_id, True),
-            )
+            at = StageEpoch(self.epoch, self.graph.key_groups, config.owners,
+                            config.parallelism, self.watermarks.get(op_id), self.store,
+                            closes=self.closes.get(op_id, True))
             stage = stage_fn(spec, inputs, at)
             self._read_by.append(op_id)
             if stage.kept:
@@ -285,31 +259,22 @@ class EpochPipeline:
                    if self.graph.operator(child).type in STATELESS_TYPES else 1
                    for child in self.graph.children(op_id))
 
-    def _upstream_of(self, op_ids: list[str]) -> set[str]:
-        """The operators an action of ``op_ids`` computes: the stateless ones and sources
-        before each, up to a keyed operator (whose output the epoch keeps, not computed
-        again)."""
-        found: set[str] = set()
-        stack = [p for op in op_ids for p in self.graph.parents(op)]
-        while stack:
-            op = stack.pop()
-            if op not in found and state_kind_of(self.graph.operator(op)) == "stateless":
-                found.add(op)
-                stack.extend(self.graph.parents(op))
-        return found
-
-    def _observed(self) -> dict[str, int | None]:
+    def _read_observations(self, result: EpochResult) -> None:
         # Only observations an action filled are read (see ``observed``); those of the
         # operators whose rows an action of the epoch read are waited for, as Spark's
         # listener reports them a moment after the action's job ended.
-        counts: dict[str, int | None] = {}
-        settle = self._upstream_of(self._read_by)
+        settle = {op for read in self._read_by for op in stateless_chain(self.graph, read)}
         for op_id, observation in self._observations.items():
             done = observed(observation, wait_s=SETTLE_S if op_id in settle else 0.0)
-            counts[op_id] = int(observation.get["rows"]) if done else None
+            result.rows_out[op_id] = int(observation.get["rows"]) if done else None
             if done and DEAD_LETTER_COUNT in observation.get:
-                self.dead_letters[op_id] = dead_letters_of(observation.get)
-        return counts
+                result.dead_letters[op_id] = dead_letters_of(observation.get)
+
+
+_SINGLE_INPUT_STAGES = {
+    "window_aggregate": (parse_window_spec, run_window_stage),
+    "dedupe": (parse_dedupe_spec, run_dedupe_stage),
+}
 
 
 @lru_cache(maxsize=1)
@@ -341,11 +306,5 @@ def _event_time_column(frame: Frame) -> str | None:
 def _latency(inputs: list[QuantilesRead], commit_s: float) -> dict[str, float | None]:
     """End-to-end latency (event time to sink commit) p50/p99/max over the sinks' rows."""
     stats = [found for found in (read() for read in inputs) if found is not None]
-    if not stats:
-        return {"p50": None, "p99": None, "max": None}
-    commit_us = commit_s * 1e6
-    return {
-        "p50": round((commit_us - min(s[0] for s in stats)) / 1000.0, 1),
-        "p99": round((commit_us - min(s[1] for s in stats)) / 1000.0, 1),
-        "max": round((commit_us - min(s[2] for s in stats)) / 1000.0, 1),
-    }
+    return {name: round((commit_s * 1e6 - min(s[i] for s in stats)) / 1000.0, 1) if stats
+            else None for i, name in enumerate(("p50", "p99", "max"))}

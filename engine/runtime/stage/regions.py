@@ -48,14 +48,16 @@ def fused_regions(graph: JobGraph) -> list[FusedRegion]:
         keyed = state_kind_of(op) != "stateless"
         if not (keyed or op.id in graph.sinks()):
             continue
-        chain = _stateless_chain(graph, op.id)
+        chain = stateless_chain(graph, op.id)
         members = chain if keyed else [*chain, op.id]
         if members:
             regions.append(FusedRegion(op.id, tuple(members), not keyed))
     return regions
 
 
-def _stateless_chain(graph: JobGraph, op_id: str) -> list[str]:
+def stateless_chain(graph: JobGraph, op_id: str) -> list[str]:
+    """The stateless operators and sources that feed ``op_id``, up to a keyed operator (whose
+    output an epoch keeps): what an action for ``op_id`` computes, in topological order."""
     found: list[str] = []
     stack = list(graph.parents(op_id))
     while stack:
@@ -98,17 +100,6 @@ class EpochJobs:
         return f"{self._prefix}:{self.epoch}:{op_id}"
 
 
-def job_stages(sc: Any, group: str) -> list[list[int]]:
-    """The stage ids of each job of job group ``group``, in order (a keyed stage's
-    instances last), as Spark's status tracker has them."""
-    tracker = sc.statusTracker()
-    found = []
-    for job in tracker.getJobIdsForGroup(group):
-        info = tracker.getJobInfo(job)
-        found.append(sorted(int(s) for s in (info.stageIds if info is not None else [])))
-    return found
-
-
 @dataclass(frozen=True)
 class EpochTimes:
     """Reads back the run time of one epoch's tasks from Spark's status store, by the
@@ -120,8 +111,12 @@ class EpochTimes:
     def busy_ms(self, op_id: str, skip_last_stage: bool) -> list[float] | None:
         """Task run time per partition over the stages of ``op_id``'s jobs (the final stage
         left out when it is the VSN instances'); None if Spark ran no job for it."""
+        tracker = self.sc.statusTracker()
         stages: list[int] = []
-        for ids in job_stages(self.sc, self.group_prefix + op_id):
+        for job in tracker.getJobIdsForGroup(self.group_prefix + op_id):
+            info = tracker.getJobInfo(job)
+            # A job's stages in order: a keyed stage's instances last.
+            ids = sorted(int(s) for s in (info.stageIds if info is not None else []))
             stages += ids[:-1] if skip_last_stage else ids
         if not stages:
             return None

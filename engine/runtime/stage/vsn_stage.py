@@ -71,9 +71,8 @@ class StageResult:
 
 @dataclass(frozen=True)
 class StageEpoch:
-    """Where and how one epoch of a keyed operator runs: the epoch, the job's key groups,
-    this epoch's owner of each key group, the instances, the operator's watermark (event
-    time in micros) and the state store."""
+    """Where and how one epoch of a keyed operator runs (its watermark in event-time
+    micros)."""
 
     epoch: int
     key_groups: int
@@ -155,8 +154,8 @@ def run_window_stage(spec: WindowSpec, df: DataFrame, at: StageEpoch) -> StageRe
     rows = stage_input(spec, df, at.key_groups)
     struct = output_struct(spec, rows)
     state_schema = window_state_schema(spec, _arrow_schema(rows, rows.schema))
-    stage = _run_stage(spec, rows, struct, at, state_schema)
-    return replace(stage, timestamps=(WINDOW_START, WINDOW_END))
+    return replace(_run_stage(spec, rows, struct, at, state_schema),
+                   timestamps=(WINDOW_START, WINDOW_END))
 
 
 def run_dedupe_stage(spec: DedupeSpec, df: DataFrame, at: StageEpoch) -> StageResult:
@@ -242,13 +241,12 @@ def _run_stage(
     routing_code.routed(spec.operator, rows, at.parallelism)
     routed = rows.repartitionById(at.parallelism, instance_column(task.owners))
     output = routed.mapInArrow(partial(run_instance, task), struct)
-    if not at.closes:
-        found, reports = _reports_of(output, struct)
-        if found is None:
-            return StageResult(cached=output, reports=reports, emitted=emitted, kept=False)
-        return StageResult(cached=found, reports=reports, emitted=emitted)
-    cached, reports = _run_instances(output)
-    return StageResult(cached=cached, reports=reports, emitted=emitted)
+    if at.closes:
+        cached, reports = _run_instances(output)
+        return StageResult(cached=cached, reports=reports, emitted=emitted)
+    found, reports = _reports_of(output, struct)
+    return StageResult(cached=output if found is None else found, reports=reports,
+                       emitted=emitted, kept=found is not None)
 
 
 def _reports_of(

@@ -8,6 +8,7 @@ into the shared store in one vectorised step (``window_worker``, ``dedupe_worker
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import time
@@ -44,30 +45,22 @@ class InstanceReport:
 
     instance: int
     rows_in: int = 0
-    partials_in: int = 0
     rows_out: int = 0
     busy_ms: float = 0.0
     max_event_us: int | None = None
     max_event_sides: list[int | None] | None = None  # a join's (left, right) latest times
-    groups_written: int = 0
-    groups_replayed: int = 0
     bytes_written: int = 0
     bytes_read: int = 0
     kg_rows: dict[int, int] = field(default_factory=dict)
 
 
-_settled = False
-
-
+@functools.cache
 def _settle_worker() -> None:
     """Once per Python worker: freeze what is alive now (pyspark, pyarrow, numpy and this
-    package). Spark runs a full ``gc.collect()`` in the worker after every task; with the
-    modules frozen out of it that costs well under 1 ms instead of ~50 ms, which an epoch pays
-    per instance beyond the first on each core."""
-    global _settled
-    if not _settled:
-        gc.freeze()
-        _settled = True
+    package). Spark runs a full ``gc.collect()`` in the worker after every task, which an
+    epoch pays per instance beyond the first on each core; with the modules frozen out of
+    it, that costs next to nothing."""
+    gc.freeze()
 
 
 def run_instance(task: EpochTask, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -11,17 +11,13 @@ def open_store(spec: StoreSpec) -> StateStore:
     """The store for ``spec``; one instance per process so workers reuse connections."""
     store = _OPEN.get(spec)
     if store is None:
-        store = _OPEN[spec] = _build(spec)
+        store = _OPEN[spec] = build_store(spec)
     return store
 
 
 def build_store(spec: StoreSpec) -> StateStore:
     """A store of its own for ``spec``, not kept for the process: for a look at a run's
     store from outside the run (its size, a discard), closed when dropped."""
-    return _build(spec)
-
-
-def _build(spec: StoreSpec) -> StateStore:
     # Imported here: a worker loads only the store it opens (Redis's client or SQLite).
     if spec.kind == "sqlite":
         from engine.runtime.state.sqlite_store import SqliteStateStore

@@ -77,7 +77,6 @@ class StateStore(ABC):
     operators whose entries keep their timer (a window's end)."""
 
     bytes_read = 0  # state bytes this process read from the store (for epoch metrics)
-    bytes_copied = 0  # state bytes copied between owners (``hand_over``)
 
     @abstractmethod
     def marks(self, operator: str, key_groups: Iterable[int]) -> dict[int, int]:
@@ -124,14 +123,10 @@ class StateStore(ABC):
 
     def hand_over(self, operator: str, moves: Sequence[tuple[int, int, int]]) -> int:
         """Gives key groups new owners, ``moves`` being (key group, old owner, new owner);
-        returns the state bytes copied between owners to do it, and adds them to
-        ``bytes_copied``. A group is copied only where its address depends on its owner."""
-        copied = 0
-        for kg, old, new in moves:
-            if self.address(operator, kg, old) != self.address(operator, kg, new):
-                copied += self.copy_group(operator, kg, old, new)
-        self.bytes_copied += copied
-        return copied
+        returns the state bytes copied between owners to do it. A group is copied only where
+        its address depends on its owner."""
+        return sum(self.copy_group(operator, kg, old, new) for kg, old, new in moves
+                   if self.address(operator, kg, old) != self.address(operator, kg, new))
 
     def address(self, operator: str, key_group: int, owner: int) -> tuple[object, ...]:
         """Where a group's state lives: by (operator, key group), never by owner, so an

@@ -4,7 +4,7 @@ dicts (not shared between processes)."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import pyarrow as pa
 
@@ -27,12 +27,8 @@ class MemoryStateStore(RunsStore):
         found = ((kg, self._groups.get((operator, kg))) for kg in set(key_groups))
         return {kg: row for kg, row in found if row is not None}
 
-    def _open(self, operator: str, rows: Mapping[int, GroupRow]) -> dict[int, list[Loaded | Run]]:
-        return {
-            kg: [as_loaded(run, self._tables[(run.file, run.batch)]) if run.file else run
-                 for run in row.runs]
-            for kg, row in rows.items()
-        }
+    def _loaded(self, operator: str, run: Run) -> Loaded:
+        return as_loaded(run, self._tables[(str(run.file), run.batch)])
 
     def read_emitted(self, operator: str, key_groups: Iterable[int]) -> dict[int, pa.Table]:
         """The rows each group's last commit emitted."""

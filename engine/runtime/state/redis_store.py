@@ -116,12 +116,8 @@ class RedisStateStore(RunsStore):
 
     def read_emitted(self, operator: str, key_groups: Iterable[int]) -> dict[int, pa.Table]:
         """The rows each group's last commit emitted, in one round trip."""
-        groups = sorted(set(key_groups))
-        pipe = self._redis.pipeline(transaction=False)
-        for kg in groups:
-            pipe.hget(self._tag(operator, kg) + ":g", "emitted")
         found = {}
-        for kg, data in zip(groups, pipe.execute() if groups else [], strict=True):
+        for kg, (data,) in self._group_fields(operator, key_groups, "emitted").items():
             if data:
                 self.bytes_read += len(data)
                 found[kg] = ipc_table(data)
@@ -130,8 +126,7 @@ class RedisStateStore(RunsStore):
     def size(self) -> StateSize:
         """The memory Redis gives the namespace's keys, and the entries and groups the
         groups' rows list (scanned by prefix, a page at a time)."""
-        keys = [key for pattern in (f"{self._ns}:*", f"{{{self._ns}:*")
-                for key in self._redis.scan_iter(match=pattern, count=1000)]
+        keys = self._keys()
         used = entries = groups = 0
         for start in range(0, len(keys), 1000):
             page = keys[start:start + 1000]
@@ -147,12 +142,16 @@ class RedisStateStore(RunsStore):
         return StateSize(used, entries, groups)
 
     def clear(self) -> None:
-        """Deletes every key of the namespace (only ours: scanned by prefix) and the cache."""
-        for pattern in (f"{self._ns}:*", f"{{{self._ns}:*"):
-            for key in self._redis.scan_iter(match=pattern, count=1000):
-                self._redis.delete(key)
+        """Deletes every key of the namespace and the cache."""
+        for key in self._keys():
+            self._redis.delete(key)
         shutil.rmtree(self.cache_root, ignore_errors=True)
         _MAPPED.forget(self.cache_root)
+
+    def _keys(self) -> list[Any]:
+        """Every key of the namespace (only ours: scanned by prefix, a page at a time)."""
+        return [key for pattern in (f"{self._ns}:*", f"{{{self._ns}:*")
+                for key in self._redis.scan_iter(match=pattern, count=1000)]
 
     def _commit(self, operator: str, epoch: int, plan: Plan) -> int:
         """Each group's new runs and row in one script per group, all in one round trip,
@@ -194,52 +193,50 @@ class RedisStateStore(RunsStore):
         return sum(size for size, done in zip(sizes, applied, strict=True) if done == 1)
 
     def _rows(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupRow]:
-        wanted = sorted(set(key_groups))
-        pipe = self._redis.pipeline(transaction=False)
-        for kg in wanted:
-            pipe.hmget(self._tag(operator, kg) + ":g", ["epoch", "runs"])
         rows = {}
-        for kg, (epoch, text) in zip(wanted, pipe.execute() if wanted else [], strict=True):
+        for kg, (epoch, text) in self._group_fields(operator, key_groups, "epoch", "runs").items():
             if epoch is not None:
                 text = text.decode() if text else "[]"
                 rows[kg] = GroupRow(int(epoch), runs_from_json(text), text)
         return rows
 
     def _open(self, operator: str, rows: Mapping[int, GroupRow]) -> dict[int, list[Loaded | Run]]:
-        """The groups' runs mapped from the cache: from the file of the commit that wrote
-        them, if this machine made it, else from a file of the run alone, fetched from
-        Redis first if the cache lacks it (all in one round trip)."""
-        directory = self._cache_dir(operator)
-        where: dict[tuple[str, int], tuple[str, bool]] = {}
-        missing: list[tuple[int, Run, str]] = []
+        """The groups' runs mapped from the cache, the runs it lacks fetched from Redis
+        first (all in one round trip)."""
+        missing = []
         for kg, row in rows.items():
             for run in row.runs:
-                if not run.file:
-                    continue
-                whole = os.path.join(directory, run.file)
-                if whole in _MAPPED or os.path.exists(whole):
-                    where[(run.file, run.batch)] = (whole, False)
-                    continue
-                path = f"{whole}.{run.batch}"
-                where[(run.file, run.batch)] = (path, True)
-                if path not in _MAPPED and not os.path.exists(path):
+                path = self._cached(operator, run)[0] if run.file else None
+                if path is not None and path not in _MAPPED and not os.path.exists(path):
                     missing.append((kg, run, path))
         if missing:
             self._fetch(operator, missing)
-        opened: dict[int, list[Loaded | Run]] = {}
-        for kg, row in rows.items():
-            group: list[Loaded | Run] = []
-            for run in row.runs:
-                if run.file:
-                    path, alone = where[(run.file, run.batch)]
-                    group.append(_MAPPED.file(path).loaded(run, alone))
-                else:
-                    group.append(run)
-            opened[kg] = group
-        return opened
+        return super()._open(operator, rows)
+
+    def _loaded(self, operator: str, run: Run) -> Loaded:
+        path, alone = self._cached(operator, run)
+        return _MAPPED.file(path).loaded(run, alone)
+
+    def _cached(self, operator: str, run: Run) -> tuple[str, bool]:
+        """Where the cache keeps a run: the file of the commit that wrote it, if this machine
+        made it, else a file of the run alone (fetched by ``_open``), and which of them."""
+        whole = os.path.join(self.cache_root, operator.encode().hex(), str(run.file))
+        if whole in _MAPPED or os.path.exists(whole):
+            return whole, False
+        return f"{whole}.{run.batch}", True
+
+    def _group_fields(self, operator: str, key_groups: Iterable[int],
+                      *names: str) -> dict[int, list[Any]]:
+        """The fields ``names`` of each group's row, in one round trip."""
+        groups = sorted(set(key_groups))
+        pipe = self._redis.pipeline(transaction=False)
+        for kg in groups:
+            pipe.hmget(self._tag(operator, kg) + ":g", list(names))
+        return dict(zip(groups, pipe.execute() if groups else [], strict=True))
 
     def _fetch(self, operator: str, missing: list[tuple[int, Run, str]]) -> None:
         """Fetches runs into the cache, each as a file of its own."""
+        self._cache_dir(operator)
         pipe = self._redis.pipeline(transaction=False)
         for kg, run, _ in missing:
             pipe.get(self._run_key(operator, kg, str(run.file), run.batch))

@@ -1,7 +1,7 @@
 """What every store shares: a key group's row (its mark, the rows it emitted and its list
 of sorted runs, ``sorted_runs.py``), reading entries by key and by due timer from a group's
 runs, and planning a commit's new runs and merges. A store provides ``_rows`` (the groups'
-rows) and ``_open`` (their runs, mapped), and applies a plan (``_commit``)."""
+rows) and ``_loaded`` (a run, mapped), and applies a plan (``_commit``)."""
 
 from __future__ import annotations
 
@@ -75,9 +75,14 @@ class RunsStore(StateStore):
         """The rows of those of ``key_groups`` that have one."""
         raise NotImplementedError
 
+    def _loaded(self, operator: str, run: Run) -> Loaded:
+        """A run of entries, mapped."""
+        raise NotImplementedError
+
     def _open(self, operator: str, rows: Mapping[int, GroupRow]) -> dict[int, list[Loaded | Run]]:
         """The groups' runs, mapped, oldest first."""
-        raise NotImplementedError
+        return {kg: [self._loaded(operator, run) if run.file else run for run in row.runs]
+                for kg, row in rows.items()}
 
     def marks(self, operator: str, key_groups: Iterable[int]) -> dict[int, int]:
         """Each group's mark."""

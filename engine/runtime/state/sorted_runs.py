@@ -150,9 +150,8 @@ def one_chunk(array: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 def entry_order(groups: np.ndarray, hashes: np.ndarray, *, stable: bool = False) -> np.ndarray:
     """The order that sorts entries by (group, hash): one NumPy sort of a 64-bit key of the
-    group and the hash's top 48 bits (several times faster than ``np.lexsort``, which is
-    the fallback where hashes tie in those bits or groups pass 2**16). ``stable`` keeps
-    entries of equal (group, hash) in their order (quick on runs already sorted)."""
+    group and the hash's top 48 bits (``np.lexsort`` where hashes tie in those bits or
+    groups pass 2**16). ``stable`` keeps entries of equal (group, hash) in their order."""
     if not len(hashes):
         return np.zeros(0, np.int64)
     if groups.min() < 0 or groups.max() >= 1 << 16:
@@ -214,10 +213,9 @@ class MappedFiles(dict[str, RunFile]):
 
     def file(self, path: str) -> RunFile:
         """The file at ``path``, mapped here once."""
-        mapped = self.get(path)
-        if mapped is None:
-            mapped = self[path] = RunFile(path)
-        return mapped
+        if path not in self:
+            self[path] = RunFile(path)
+        return self[path]
 
     def collect(self, directory: str, named: set[str | None], epoch: int) -> None:
         """Deletes the run files in ``directory`` that no group names and that an epoch
@@ -231,14 +229,13 @@ class MappedFiles(dict[str, RunFile]):
                 self.pop(os.path.join(directory, entry), None)
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(os.path.join(directory, entry))
-        for path in [p for p in self if p.startswith(directory + os.sep)]:
-            if not os.path.exists(path):
-                del self[path]
+        self.forget(directory, deleted_only=True)
 
-    def forget(self, root: str) -> None:
-        """Unmaps every file under ``root`` (its store was cleared)."""
+    def forget(self, root: str, deleted_only: bool = False) -> None:
+        """Unmaps every file under ``root`` (its store was cleared), or those deleted."""
         for path in [p for p in self if p.startswith(root + os.sep)]:
-            del self[path]
+            if not (deleted_only and os.path.exists(path)):
+                del self[path]
 
 
 def run_file_name(epoch: int) -> str:

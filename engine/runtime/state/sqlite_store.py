@@ -62,7 +62,7 @@ def _set_up(connection: sqlite3.Connection) -> None:
             time.sleep(0.01)
 
 
-# Run files this process has mapped, by path (``_open``). A commit unmaps those another
+# Run files this process has mapped, by path (``_loaded``). A commit unmaps those another
 # process deleted, so that their disk space does not stay taken while mapped here.
 _MAPPED = MappedFiles()
 
@@ -88,13 +88,8 @@ class SqliteStateStore(RunsStore):
 
     def read_emitted(self, operator: str, key_groups: Iterable[int]) -> dict[int, pa.Table]:
         """The rows each group's last commit emitted."""
-        rows = self._keyed_db().execute(
-            "SELECT key_group, emitted FROM keyed_groups WHERE operator = ?"
-            " AND key_group IN (SELECT value FROM json_each(?))",
-            (operator, json.dumps(sorted(set(key_groups)))),
-        )
         found = {}
-        for kg, emitted in rows:
+        for kg, emitted in self._select("emitted", operator, key_groups):
             if emitted:
                 self.bytes_read += len(emitted)
                 found[int(kg)] = ipc_table(emitted)
@@ -148,32 +143,23 @@ class SqliteStateStore(RunsStore):
             raise
         db.execute("COMMIT")
 
-    def _open(self, operator: str, rows: Mapping[int, GroupRow]) -> dict[int, list[Loaded | Run]]:
-        """The groups' runs with their files mapped, oldest first. Files never change once
-        written, so this process keeps the ones these groups name mapped."""
-        directory = self._operator_dir(operator)
-        opened: dict[int, list[Loaded | Run]] = {}
-        for kg, row in rows.items():
-            group: list[Loaded | Run] = []
-            for run in row.runs:
-                if run.file is None:
-                    group.append(run)
-                    continue
-                group.append(_MAPPED.file(os.path.join(directory, run.file)).loaded(run))
-            opened[kg] = group
-        return opened
+    def _loaded(self, operator: str, run: Run) -> Loaded:
+        """The run from its file, mapped: a file never changes once written, so this process
+        keeps the ones its groups name mapped."""
+        path = os.path.join(self.runs_root, operator.encode().hex(), str(run.file))
+        return _MAPPED.file(path).loaded(run)
 
     def _rows(self, operator: str, key_groups: Iterable[int]) -> dict[int, GroupRow]:
-        wanted = json.dumps(sorted(set(key_groups)))
-        rows = self._keyed_db().execute(
-            "SELECT key_group, epoch, runs FROM keyed_groups WHERE operator = ?"
+        rows = self._select("epoch, runs", operator, key_groups)
+        return {int(kg): GroupRow(int(epoch), runs_from_json(text), text)
+                for kg, epoch, text in rows}
+
+    def _select(self, columns: str, operator: str, key_groups: Iterable[int]) -> sqlite3.Cursor:
+        """The key group and ``columns`` of those of ``key_groups`` that have a row."""
+        return self._keyed_db().execute(
+            f"SELECT key_group, {columns} FROM keyed_groups WHERE operator = ?"
             " AND key_group IN (SELECT value FROM json_each(?))",
-            (operator, wanted),
-        )
-        return {
-            int(kg): GroupRow(int(epoch), runs_from_json(text), text)
-            for kg, epoch, text in rows
-        }
+            (operator, json.dumps(sorted(set(key_groups)))))
 
     def _operator_dir(self, operator: str) -> str:
         directory = os.path.join(self.runs_root, operator.encode().hex())

@@ -48,14 +48,12 @@ class EventDraws:
     def fields(self, event_id: int, now_ms: int) -> dict[str, str]:
         """The entry's fields for event ``event_id`` written at ``now_ms``."""
         h1, h2, h3, h4 = self._hashes(event_id)
-        bucket = h3 % 100
-        kind = next((name for cut, name in TYPE_CUTS if bucket < cut), "purchase")
         return {
             "event_id": str(event_id),
             "event_time": str(now_ms),
             "campaign_id": str(self._campaign(h1)),
             "user_id": str(h2 % USERS),
-            "event_type": kind,
+            "event_type": _kind_names()[h3 % 100],
             "amount": str((h4 % 100_000) / 100.0),
         }
 
@@ -112,10 +110,8 @@ def _rotl(values: np.ndarray, bits: int) -> np.ndarray:
 
 
 def _fmix(h: np.ndarray) -> np.ndarray:
-    h = h ^ (h >> _U(33))
-    h = h * _U(P2)
-    h = h ^ (h >> _U(29))
-    h = h * _U(P3)
+    h = (h ^ (h >> _U(33))) * _U(P2)
+    h = (h ^ (h >> _U(29))) * _U(P3)
     return h ^ (h >> _U(32))
 
 

@@ -7,6 +7,7 @@ stream is how many entries its tail is past that end.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from engine.dag import BROKER_SOURCE_TYPES, JobGraph
@@ -14,7 +15,7 @@ from engine.runtime.io.broker.nats_client import NatsSpec
 from engine.runtime.io.broker.nats_offsets import nats_lags
 from engine.runtime.io.broker.redis_offsets import stream_lags, with_reconnect
 from engine.runtime.io.broker.spec import StreamSpec
-from engine.runtime.io.taken import EntriesTaken, Offset, SequencesTaken, SourceTake
+from engine.runtime.io.taken import EntriesTaken, SequencesTaken, SourceTake
 
 
 def broker_lags(graph: JobGraph, planned: Mapping[str, SourceTake]) -> dict[str, dict[str, int]]:
@@ -27,12 +28,9 @@ def broker_lags(graph: JobGraph, planned: Mapping[str, SourceTake]) -> dict[str,
         if op.type == "source.nats" and isinstance(part, SequencesTaken):
             lags[op_id] = nats_lags(NatsSpec.from_params(op_id, op.params), part.end)
         elif op.type in BROKER_SOURCE_TYPES and isinstance(part, EntriesTaken):
-            lags[op_id] = _lags_of(StreamSpec.from_params(op_id, op.params), part.end)
+            lags[op_id] = with_reconnect(StreamSpec.from_params(op_id, op.params),
+                                         "measuring the lag", partial(stream_lags, offset=part.end))
     return lags
-
-
-def _lags_of(spec: StreamSpec, end: Offset) -> dict[str, int]:
-    return with_reconnect(spec, "measuring the lag", lambda client: stream_lags(client, end))
 
 
 def broker_report(

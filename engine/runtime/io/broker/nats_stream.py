@@ -29,7 +29,6 @@ from nats.aio.client import Client
 from nats.js import api
 from nats.js.errors import NotFoundError
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
 
 from engine.runtime.io.broker.columnar import arrow_schema, rows_batch
 from engine.runtime.io.broker.nats_client import (
@@ -39,7 +38,7 @@ from engine.runtime.io.broker.nats_client import (
     with_nats,
 )
 from engine.runtime.io.broker.nats_offsets import take_sequences
-from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead, range_rows
+from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead, range_rows, spark_schema
 from engine.runtime.io.broker.spec import ENTRY_TIME, decode_entry
 from engine.runtime.io.taken import SequencesTaken
 
@@ -54,17 +53,18 @@ def take_messages(spec: NatsSpec, previous: SequencesTaken | None,
     """The messages the next epoch reads (``take_sequences``), their rows ready if they
     were read ahead (and handed to ``spark``, if given)."""
     taken = take_sequences(spec, previous)
-    ahead = _reads.ahead(_source(spec))
+    ahead = _reads.ahead(spec.key)
     if ahead is not None and ahead.taken == taken:
-        _reads.keep(_source(spec), ahead)
+        _reads.keep(spec.key, ahead)
     if taken.count >= spec.max_entries:
-        _reads.read_ahead(_source(spec), partial(_read_next, spec, taken, spark))
+        _reads.read_ahead(spec.key, partial(_read_next, spec, taken, spark))
     return taken
 
 
 def nats_rows(spark: SparkSession, spec: NatsSpec, taken: SequencesTaken) -> DataFrame:
     """The rows of an epoch's messages: those read ahead, else read now."""
-    return _reads.frame(spark, _source(spec), taken, _schema(spec), partial(_read, spec, taken))
+    return _reads.frame(spark, spec.key, taken, spark_schema(spec.decoding()),
+                        partial(_read, spec, taken))
 
 
 def part_ranges(taken: SequencesTaken, size: int) -> Iterator[tuple[str, int, int]]:
@@ -76,22 +76,13 @@ def part_ranges(taken: SequencesTaken, size: int) -> Iterator[tuple[str, int, in
             yield stream, first, min(first + size, int(end["seq"]))
 
 
-def _source(spec: NatsSpec) -> tuple[str, str, tuple[str, ...]]:
-    return spec.op_id, spec.url, spec.streams
-
-
-def _schema(spec: NatsSpec) -> StructType:
-    schema = StructType.fromDDL(spec.decoding().ddl())
-    assert isinstance(schema, StructType)
-    return schema
-
-
 def _read_next(spec: NatsSpec, taken: SequencesTaken,
                spark: SparkSession | None = None) -> RangeRows:
     """The range the epoch after ``taken`` would take now, and its rows (handed to
     ``spark`` if given)."""
     following = take_sequences(spec, taken)
-    return range_rows(following, _read(spec, following), spark, partial(_schema, spec))
+    return range_rows(following, _read(spec, following), spark,
+                      partial(spark_schema, spec.decoding()))
 
 
 def _read(spec: NatsSpec, taken: SequencesTaken) -> pa.Table:
@@ -173,8 +164,6 @@ def _in_range(bodies: list[bytes], replies: list[bytes],
     more from after it), with their sequences and times."""
     positions = [_position(reply.decode()) for reply in replies]
     kept = [i for i, (seq, _) in enumerate(positions) if seq <= until]
-    if len(kept) == len(bodies):
-        return bodies, [p[0] for p in positions], [p[1] for p in positions]
     return ([bodies[i] for i in kept], [positions[i][0] for i in kept],
             [positions[i][1] for i in kept])
 

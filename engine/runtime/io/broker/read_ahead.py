@@ -20,6 +20,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from engine.runtime.io.broker.spec import StreamSpec
+
 
 @dataclass(frozen=True)
 class RangeRows:
@@ -84,6 +86,13 @@ def range_rows(taken: Any, rows: pa.Table, spark: SparkSession | None,
                schema: Callable[[], StructType]) -> RangeRows:
     """``taken`` and its rows, handed to ``spark`` if given (on the read-ahead thread)."""
     return RangeRows(taken, rows, None if spark is None else rows_frame(spark, schema(), rows))
+
+
+def spark_schema(spec: StreamSpec) -> StructType:
+    """The rows' schema as Spark takes it (``StreamSpec.ddl``)."""
+    schema = StructType.fromDDL(spec.ddl())
+    assert isinstance(schema, StructType)
+    return schema
 
 
 def rows_frame(spark: SparkSession, schema: StructType, rows: pa.Table) -> DataFrame:

@@ -23,14 +23,13 @@ from engine.runtime.io.broker.spec import StreamSpec, retried_while_unreachable
 from engine.runtime.io.taken import Offset
 
 T = TypeVar("T")
-READ_CHUNK = 10_000
 # Entries one XRANGE call walks: the server runs one command at a time, so a call must
 # stay short for the other clients of a shared server.
-_COUNT_CHUNK = READ_CHUNK
+READ_CHUNK = 10_000
 # The lag is counted exactly below this many entries; from it on, the stream's length less
 # the entries before the offset is the lag (exact unless the stream was trimmed since, and
 # never above it), so a lag of millions costs one call per epoch, not hundreds.
-LAG_EXACT_LIMIT = _COUNT_CHUNK
+LAG_EXACT_LIMIT = READ_CHUNK
 
 
 def with_reconnect(spec: StreamSpec, step: str, action: Callable[[redis.Redis], T]) -> T:
@@ -57,7 +56,8 @@ def initial_offset(client: redis.Redis, spec: StreamSpec) -> Offset:
             streams[stream] = {"id": _last_id(client, stream), "n": length}
         else:
             given = spec.start[stream] if isinstance(spec.start, dict) else "0-0"
-            streams[stream] = {"id": given, "n": length - _count_after(client, stream, given)}
+            later = _advance_one(client, stream, given, None)[0]  # entries after ``given``
+            streams[stream] = {"id": given, "n": length - later}
     return {"op": spec.op_id, "streams": streams}
 
 
@@ -83,7 +83,7 @@ def _advance_one(client: redis.Redis, stream: str, after: str, share: int | None
     """Entries of ``stream`` after ``after`` (at most ``share``) and the last one's id."""
     total, last = 0, ""
     while share is None or total < share:
-        chunk = _COUNT_CHUNK if share is None else min(_COUNT_CHUNK, share - total)
+        chunk = READ_CHUNK if share is None else min(READ_CHUNK, share - total)
         entries = read_chunk(client, stream, last or after, "+", count=chunk)
         if not entries:
             break
@@ -132,7 +132,3 @@ def _last_id(client: redis.Redis, stream: str) -> str:
 def _length(client: redis.Redis, stream: str) -> int:
     reply: Any = client.xlen(stream)
     return int(reply)
-
-
-def _count_after(client: redis.Redis, stream: str, after: str) -> int:
-    return _advance_one(client, stream, after, None)[0]

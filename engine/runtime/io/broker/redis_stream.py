@@ -7,8 +7,7 @@ planner keeps what it walked: it decodes the entries in bulk into Arrow as they 
 the epoch hands that table to Spark. Each entry crosses from Redis once per epoch, not once
 to plan and once more to read.
 
-A source that is behind (its epoch took its whole cap) has its next range walked on a
-thread of the driver while the epoch runs, so the next plan finds it ready; one that has
+A source that is behind has its next range walked ahead (``read_ahead``); one that has
 caught up is walked when its next epoch is planned, to take every new entry. A range the
 planner did not walk in this process (a replayed epoch after a restart) is read when the
 epoch runs.
@@ -23,10 +22,9 @@ from typing import Any
 import pyarrow as pa
 import redis
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
 
 from engine.runtime.io.broker.columnar import arrow_schema, entries_batch
-from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead, range_rows
+from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead, range_rows, spark_schema
 from engine.runtime.io.broker.redis_offsets import (
     READ_CHUNK,
     advance,
@@ -51,26 +49,22 @@ def take_entries(spec: StreamSpec, previous: EntriesTaken | None,
                                lambda c: initial_offset(c, spec))
     else:
         start = previous.end
-    ahead = _reads.ahead(_source(spec))
+    ahead = _reads.ahead(spec.key)
     # Walked ahead to the cap: nothing newer could be taken. Short of it, entries may have
     # come since, which this epoch takes.
     full = ahead is not None and ahead.taken.start == start \
         and ahead.taken.count >= spec.max_entries
     walked = ahead if full and ahead is not None else _walk(spec, start)
-    _reads.keep(_source(spec), walked)
+    _reads.keep(spec.key, walked)
     if walked.taken.count >= spec.max_entries:
-        _reads.read_ahead(_source(spec), partial(_walk, spec, walked.taken.end, spark))
+        _reads.read_ahead(spec.key, partial(_walk, spec, walked.taken.end, spark))
     return walked.taken
 
 
 def stream_rows(spark: SparkSession, spec: StreamSpec, taken: EntriesTaken) -> DataFrame:
     """The rows of an epoch's entries: those the plan walked, else (a range planned by
     another process) read now."""
-    return _reads.frame(spark, _source(spec), taken, _schema(spec), partial(_read, spec, taken))
-
-
-def _source(spec: StreamSpec) -> tuple[str, str, tuple[str, ...]]:
-    return spec.op_id, spec.url, spec.streams
+    return _reads.frame(spark, spec.key, taken, spark_schema(spec), partial(_read, spec, taken))
 
 
 def _walk(spec: StreamSpec, start: Offset, spark: SparkSession | None = None) -> RangeRows:
@@ -81,7 +75,7 @@ def _walk(spec: StreamSpec, start: Offset, spark: SparkSession | None = None) ->
         return advance(client, spec, start, spec.max_entries, keep)
 
     end, rows = _decoded(spec, "planning an epoch", walk)
-    return range_rows(EntriesTaken(start, end), rows, spark, partial(_schema, spec))
+    return range_rows(EntriesTaken(start, end), rows, spark, partial(spark_schema, spec))
 
 
 def _read(spec: StreamSpec, taken: EntriesTaken) -> pa.Table:
@@ -118,9 +112,3 @@ def _decoded(spec: StreamSpec, step: str,
 
     result = with_reconnect(spec, step, attempt)
     return result, pa.Table.from_batches(batches, schema)
-
-
-def _schema(spec: StreamSpec) -> StructType:
-    schema = StructType.fromDDL(spec.ddl())
-    assert isinstance(schema, StructType)
-    return schema

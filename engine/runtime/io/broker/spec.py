@@ -20,10 +20,6 @@ from typing import Any, TypeVar
 from engine.dag.secrets import masked_url
 from engine.runtime.errors import StreamRuntimeError
 
-__all__ = ["DEAD_LETTER", "ENTRY_TIME", "FLOAT_KINDS", "INT_KINDS", "BrokerUnavailable",
-           "EntryError", "SourceSpec", "StreamSpec", "decode_entry", "entry_time", "masked_url",
-           "resolve_url", "retried_while_unreachable"]
-
 T = TypeVar("T")
 
 DEAD_LETTER = "__dead_letter"
@@ -56,6 +52,11 @@ class SourceSpec:
     columns: tuple[tuple[str, str], ...]
     time_field: str | None = None
     reconnect_s: float = 30.0
+
+    @property
+    def key(self) -> tuple[str, str, tuple[str, ...]]:
+        """What names the source across its plans: its operator, broker and streams."""
+        return self.op_id, self.url, self.streams
 
     @staticmethod
     def read_params(op_id: str, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -52,7 +52,7 @@ def test_listener_picks_commands_up_within_milliseconds(channel) -> None:  # typ
         listener.stop()
     assert [c.request_id for c in picked] == ["r1"]
     assert picked[0].parallelism == 4 and picked[0].control_latency_ms < 40
-    assert rejected and "kind must be one of" in rejected[0][2]
+    assert rejected and "kind must be one of" in rejected[0].reason
 
 
 def _drain_until(listener: ControlListener, request_id: str, timeout_s: float = 5.0) -> list:

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.runtime.control.listener import Rejection
 from engine.runtime.control.messages import Ack, Command, CommandRequest, RowSample
 from engine.runtime.control.outbox import RunDeliveries
 from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
@@ -177,10 +176,11 @@ def test_the_host_receives_acks_stamped_when_their_epoch_ended() -> None:
     deliveries = RunDeliveries("run-1", CollectingPublisher(), recorder)
     command = Command.picked_up(REQUESTS["rescale"].to_message(), "2-0", AT + 5.0)
     applied = Ack.of(command, epoch=8, before={}, after={"parallelism": 4}, state_bytes_copied=0)
-    rejection: Rejection = ("3-0", {"request_id": "bad", "kind": "explode"}, "kind ...", AT)
+    rejection = Ack.malformed({"request_id": "bad", "kind": "explode"}, cursor="3-0",
+                              reason="kind ...", picked_up_at_ms=AT)
     try:
         deliveries.acks([applied], ended_at_ms=AT + 950.0)
-        deliveries.malformed(rejection)
+        deliveries.acks([rejection], ended_at_ms=None)
         assert deliveries.flush(5)
     finally:
         deliveries.close()

@@ -96,7 +96,6 @@ def test_the_store_reports_what_it_copies_to_hand_key_groups_over() -> None:
         copied.append(acks[0].state_bytes_copied)
     moved = sum(1 for kg in range(16) if kg * 2 // 16 != kg * 5 // 16)
     assert copied == [0, moved * 100] and moved > 0
-    assert stores[1].bytes_copied == moved * 100
 
 
 def test_a_sample_changes_nothing_and_names_the_epoch_it_is_served_from() -> None:

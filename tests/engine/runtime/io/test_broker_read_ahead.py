@@ -59,7 +59,7 @@ def redis_spec(url: str, stream: str, cap: int, **params: object) -> StreamSpec:
 
 
 def kept(spec: StreamSpec, taken: EntriesTaken) -> list[int]:
-    planned = redis_stream._reads.planned(redis_stream._source(spec), taken)
+    planned = redis_stream._reads.planned(spec.key, taken)
     assert planned is not None, "the plan kept no rows for its range"
     return planned.rows.column("n").to_pylist()
 
@@ -118,7 +118,7 @@ def test_a_nats_source_behind_has_its_next_range_read_ahead(
     spec = NatsSpec.from_params("events", {
         "url": url, "streams": [nats_stream_name], "start": "earliest",
         "max_entries_per_epoch": 10, "schema": {"event_id": "long"}})
-    source = nats_stream._source(spec)
+    source = spec.key
     first = nats_stream.take_messages(spec, None)
     assert nats_stream._reads.planned(source, first) is None  # nothing read ahead of a new run
     second = nats_stream.take_messages(spec, first)

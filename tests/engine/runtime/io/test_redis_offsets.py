@@ -101,7 +101,7 @@ def test_lag_stays_exact_when_the_producer_trims_the_stream(
 def test_an_epoch_spanning_several_reads_and_a_lag_past_the_exact_limit(
     client: redis.Redis, streams: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(redis_offsets, "_COUNT_CHUNK", 7)
+    monkeypatch.setattr(redis_offsets, "READ_CHUNK", 7)
     monkeypatch.setattr(redis_offsets, "LAG_EXACT_LIMIT", 20)
     ids = fill(client, streams[0], 0, 100)
     spec = spec_of(streams[:1])

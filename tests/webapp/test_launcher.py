@@ -171,8 +171,10 @@ def test_child_group_prefixes_output_and_leaves_no_process(
     assert group.run_step("step", [sys.executable, "-c", "print('one'); print('two')"]) == 0
     stubborn = group.start("stubborn", [sys.executable, "-c", STUBBORN])
     escaper = group.start("escaper", [sys.executable, "-c", ESCAPER])
-    deadline = time.monotonic() + 20
-    while capsys.readouterr().out.count("] up") < 2 and time.monotonic() < deadline:
+    deadline, said = time.monotonic() + 20, ""
+    # Each read takes what was printed since the last one: the two lines may come in two.
+    while (said := said + capsys.readouterr().out).count("] up") < 2:
+        assert time.monotonic() < deadline, said
         time.sleep(0.1)
     pids = [stubborn.pid, escaper.pid] + [
         p.pid for child in (stubborn, escaper) for p in psutil.Process(child.pid).children(True)

@@ -8,6 +8,7 @@ errors and failed page scripts; a test fails if there are any.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -41,14 +42,36 @@ class Stack:
     env: dict[str, str]
     var_dir: Path
     children: list[subprocess.Popen] = field(default_factory=list)
+    _shell: subprocess.Popen | None = None
+    _shell_log: Any = None
 
     def manage(self, *args: str, env: dict[str, str] | None = None) -> str:
         """Run a manage.py command against the stack's database, with ``env`` added to the
         stack's environment; its output."""
         return self._python([str(REPO / "manage.py"), *args], env=env)
 
+    def shell(self, code: str) -> str:
+        """Run ``code`` in the stack's Django (see shell.py); what it printed."""
+        if self._shell is None or self._shell.poll() is not None:
+            self._shell = subprocess.Popen(
+                [sys.executable, "-m", "tests.browser.shell"], cwd=REPO, env=self.env,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._shell_log,
+                text=True)
+            self.children.append(self._shell)
+        assert self._shell.stdin is not None and self._shell.stdout is not None
+        self._shell.stdin.write(json.dumps({"code": code}) + "\n")
+        self._shell.stdin.flush()
+        line = self._shell.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the stack's shell exited; see {self._shell_log.name}")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise RuntimeError(f"{code}\nfailed:\n{reply['out']}\n{reply['error']}")
+        return reply["out"]
+
     def fake_run(self, *args: str) -> str:
-        return self._python(["-m", "tests.browser.fake_run", *args])
+        """``python -m tests.browser.fake_run ARGS``, run in the stack's shell."""
+        return self.shell(f"from tests.browser.fake_run import main\nmain({list(args)!r})")
 
     def start(self, *args: str) -> subprocess.Popen:
         """A background Python process in the stack's environment, stopped at the end."""
@@ -122,7 +145,7 @@ def stack() -> Iterator[Stack]:
         [sys.executable, "-m", "webapp.launcher", "--var-dir", str(var_dir), "run", "--port",
          str(port)], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     stack = Stack(url=url, env=dict(env, DJANGO_SETTINGS_MODULE="webapp.settings"),
-                  var_dir=var_dir)
+                  var_dir=var_dir, _shell_log=log)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not answers_health(url):

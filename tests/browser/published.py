@@ -35,12 +35,12 @@ for metrics in json.loads({epochs!r}):
 
 
 def chain_run(stack, name: str) -> int:
-    created = stack.manage("shell", "-c", CREATE.format(document=json.dumps(CHAIN), name=name))
+    created = stack.shell(CREATE.format(document=json.dumps(CHAIN), name=name))
     return int(created.split()[-1])
 
 
 def publish(stack, run_id: int, *epochs: dict) -> None:
-    stack.manage("shell", "-c", PUBLISH.format(epochs=json.dumps(list(epochs)), run_id=run_id))
+    stack.shell(PUBLISH.format(epochs=json.dumps(list(epochs)), run_id=run_id))
 
 
 def chain_epoch(epoch: int, *, out: dict[str, float], busy: dict[str, Any], backlog: int = 0,

@@ -24,7 +24,7 @@ for name in {names!r}:
 
 
 def _jobs(stack, *names: str) -> None:
-    stack.manage("shell", "-c", JOBS_SETUP.format(names=list(names)))
+    stack.shell(JOBS_SETUP.format(names=list(names)))
 
 
 def _listed(page) -> list[str]:

@@ -46,7 +46,7 @@ NODE_TEXTS = """els => els.map((el) => {
 
 
 def test_run_graph_nodes_show_whole_names(stack, signed_in):
-    created = stack.manage("shell", "-c", RUN_OF.format(document=json.dumps(EDITOR_NAMED)))
+    created = stack.shell(RUN_OF.format(document=json.dumps(EDITOR_NAMED)))
     run_id = created.split()[-1]
     page = signed_in("viewer")
     page.goto(f"/runs/{run_id}/")
@@ -92,7 +92,7 @@ CHART_TICKS = """async () => {
 
 
 def test_chart_axes_read_in_one_unit_whole_seconds_and_utc(stack, signed_in):
-    run_id = stack.manage("shell", "-c", RUN_OF.format(document=json.dumps(
+    run_id = stack.shell(RUN_OF.format(document=json.dumps(
         dict(EDITOR_NAMED, name="look-chart")))).split()[-1]
     page = signed_in("viewer")
     page.goto(f"/runs/{run_id}/")
@@ -177,7 +177,7 @@ print("run", run.pk)
 
 
 def test_history_outcomes_read_on_one_line(stack, signed_in):
-    created = stack.manage("shell", "-c", RECOVERING_RUN_OF.format(
+    created = stack.shell(RECOVERING_RUN_OF.format(
         document=json.dumps(dict(EDITOR_NAMED, name="look-recovering"))))
     assert created.split()[-1].isdigit(), created
     page = signed_in("viewer", width=1024)

@@ -100,7 +100,7 @@ run_status_set(run_id={run_id}, status="recovering", output="",
 def test_a_run_before_its_first_epoch_says_what_it_does_and_offers_no_change(
         stack, fed_run, signed_in):
     run_id, _ = fed_run("not-yet", 0, feed=False)
-    stack.manage("shell", "-c", SET_STATUS.format(run_id=run_id, status="starting"))
+    stack.shell(SET_STATUS.format(run_id=run_id, status="starting"))
     page = signed_in("operator")
     run_page_open(page, run_id)
 
@@ -114,7 +114,7 @@ def test_a_run_before_its_first_epoch_says_what_it_does_and_offers_no_change(
     assert page.is_disabled("[data-policy=scale_out]")
 
     # Recovering before any epoch finished: still nothing to scale by.
-    stack.manage("shell", "-c", RECOVER.format(run_id=run_id))
+    stack.shell(RECOVER.format(run_id=run_id))
     page.wait_for_function("document.querySelector('#run-status').textContent === 'recovering'")
     page.wait_for_function(
         "document.querySelector('#run-progress').textContent.startsWith('Recovering')")

@@ -284,7 +284,7 @@ def _wait_healthy(port: int) -> dict:
 
 def test_a_killed_child_or_embedded_redis_is_started_again(var_dir: Path) -> None:
     port = _free_port()
-    launcher, lines, seen = _start_launcher(var_dir, port=port)
+    launcher, lines, seen = _start_launcher(var_dir, port=port, demo=False)
     try:
         _wait_for_line(lines, "streamscale is running at", seen=seen)
         worker = next(p for p in psutil.Process(launcher.pid).children() if "worker" in p.cmdline())
@@ -313,14 +313,19 @@ def test_a_killed_child_or_embedded_redis_is_started_again(var_dir: Path) -> Non
 
 
 def _start_launcher(
-    var_dir: Path, *, port: int
+    var_dir: Path, *, port: int, demo: bool = True
 ) -> tuple[subprocess.Popen[str], queue.Queue[str], list[str]]:
-    """The real launcher on ``port``, its output lines arriving in a queue."""
+    """The real launcher on ``port``, its output lines arriving in a queue. Without ``demo``
+    it starts no demo run and keeps no warm standby: two JVMs a test of the launcher's own
+    children does not look at, which would only take the cores from it."""
     argv = [sys.executable, "-m", "webapp.launcher", "--var-dir", str(var_dir), "run"]
+    env = _launcher_env()
+    if not demo:
+        env.update(STREAMSCALE_DEMO="0", WARM_STANDBY="false")
     launcher = subprocess.Popen(
         [*argv, "--port", str(port)],
         cwd=REPO,
-        env=_launcher_env(),
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -348,7 +353,7 @@ def test_a_launcher_killed_by_sigkill_leaves_nothing_in_the_way_of_the_next(
     var_dir: Path,
 ) -> None:
     port = _free_port()
-    first, lines, seen = _start_launcher(var_dir, port=port)
+    first, lines, seen = _start_launcher(var_dir, port=port, demo=False)
     try:
         _wait_for_line(lines, "streamscale is running at", seen=seen)
         children = psutil.Process(first.pid).children()
@@ -360,7 +365,7 @@ def test_a_launcher_killed_by_sigkill_leaves_nothing_in_the_way_of_the_next(
         _stop(first)
 
     started = time.monotonic()
-    second, lines, seen = _start_launcher(var_dir, port=port)
+    second, lines, seen = _start_launcher(var_dir, port=port, demo=False)
     try:
         _wait_for_line(lines, "streamscale is running at", seen=seen)
         assert time.monotonic() - started < 60

@@ -11,12 +11,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
+# The JVM class archive drivers start from (engine/runtime/spark/class_archive.py): made once
+# per Java and PySpark install; without it drivers start as well, only slower.
 install: $(STAMP)
+	@$(PY) -m engine class-archive || echo "install: no JVM class archive made (above); drivers start without it"
 
-run: $(STAMP)
+run: install
 	$(PY) -m webapp.launcher run
 
-test: $(STAMP)
+test: install
 	$(PY) -m pytest
 
 test-fast: $(STAMP)

@@ -226,6 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("produce", add_help=False,
                         help="write generator events to a Redis stream: produce REDIS_URL "
                              "--stream NAME --keys K (--count N | --rate R)")
+    commands.add_parser("class-archive", add_help=False,
+                        help="make the JVM class archive Spark drivers start from, unless made")
     return parser
 
 
@@ -241,6 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from engine.runtime.io.broker.produce_cli import main_produce
 
         return main_produce(arguments[1:])
+    if arguments[:1] == ["class-archive"]:
+        from engine.runtime.cli import main_class_archive
+
+        return main_class_archive()
     args = build_parser().parse_args(arguments)
     try:
         result = args.run(args)

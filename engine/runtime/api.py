@@ -12,6 +12,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pyspark.sql import SparkSession
@@ -24,6 +25,7 @@ from engine.runtime.driver.job_run import JobRun, RunOptions
 from engine.runtime.driver.kept_state import run_store
 from engine.runtime.driver.metrics import CollectingPublisher
 from engine.runtime.driver.options import run_info
+from engine.runtime.spark.class_archive import make_archive
 from engine.runtime.spark.session import build_session
 from engine.runtime.state.redis_durability import require_durable
 
@@ -96,6 +98,23 @@ def warm_session(*, master: str) -> SparkSession:
                         spark=session, trigger_ms=0, stop_after_epoch=WARM_UP_EPOCHS - 1)
         run.wait()
     return session
+
+
+def make_class_archive() -> Path | None:
+    """Makes the JVM class archive drivers start from, unless it is made (see
+    ``engine.runtime.spark.class_archive``), from a JVM that runs the warm-up and exits: call
+    it only in a process of its own that runs no other session."""
+    return make_archive(_warm_up_and_exit)
+
+
+def _warm_up_and_exit(java_options: str) -> None:
+    build_session(app_name="streamscale-class-archive", java_options=java_options)
+    session = warm_session(master="local[2]")  # the session just built, warmed up
+    jvm = session.sparkContext._gateway.proc  # type: ignore[union-attr]
+    session.stop()
+    # The JVM exits when its stdin closes; it writes the archive as it does.
+    jvm.stdin.close()
+    jvm.wait()
 
 
 WARM_UP_EPOCHS = 3

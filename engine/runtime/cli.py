@@ -1,4 +1,5 @@
-"""``run`` subcommand: ``python -m engine run DAG.json --checkpoint DIR [--master URL]``.
+"""``run`` subcommand: ``python -m engine run DAG.json --checkpoint DIR [--master URL]``;
+and ``class-archive``, which makes the JVM class archive drivers start from.
 
 Runs the job, prints one line per epoch and takes reconfiguration commands from the
 run's control channel (``--control redis://...``; stream ``<prefix>run:<id>:control``),
@@ -14,9 +15,10 @@ import sys
 from collections.abc import Sequence
 
 from engine.errors import EngineError
-from engine.runtime.api import DEFAULT_CONTROL_PREFIX, start_run
+from engine.runtime.api import DEFAULT_CONTROL_PREFIX, make_class_archive, start_run
 from engine.runtime.driver.metrics import PrintingPublisher
 from engine.runtime.errors import failure_summary
+from engine.runtime.spark.class_archive import archive_path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,4 +83,17 @@ def main_run(argv: Sequence[str] | None = None) -> int:
         print(f"error: run failed: {reason}", file=sys.stderr)
         return 1
     print(f"run {run.run_id} {status} at epoch {run.last_epoch}", flush=True)
+    return 0
+
+
+def main_class_archive() -> int:
+    """Entry point of ``class-archive``: 0 when the archive is there (or no Java is found)."""
+    path = archive_path()
+    if path is None:
+        print("no java found: no JVM class archive made")
+        return 0
+    if not path.is_file():
+        print("making the JVM class archive drivers start from (once, in under a minute)",
+              flush=True)
+    print(f"JVM class archive: {make_class_archive()}")
     return 0

@@ -7,6 +7,8 @@ import sys
 
 from pyspark.sql import SparkSession
 
+from engine.runtime.spark.class_archive import driver_java_options
+
 CHECKPOINT_FILE_MANAGER = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 )
@@ -56,14 +58,20 @@ def _export_project_path() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
 
 
-def build_session(master: str = "local[2]", app_name: str = "streamscale") -> SparkSession:
-    """A SparkSession configured for the VSN runtime (speculation and AQE off, Arrow on)."""
+def build_session(master: str = "local[2]", app_name: str = "streamscale",
+                  java_options: str | None = None) -> SparkSession:
+    """A SparkSession configured for the VSN runtime (speculation and AQE off, Arrow on).
+    Its driver's JVM starts from the class archive when one is made (``java_options``
+    replaces that)."""
     _export_project_path()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
     conf = {**_REQUIRED_CONF, "spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
-            "spark.executorEnv.PYTHONPATH": os.environ["PYTHONPATH"]}
+            "spark.executorEnv.PYTHONPATH": os.environ["PYTHONPATH"],
+            # Default, not extra, options: a user's spark.driver.extraJavaOptions still apply.
+            "spark.driver.defaultJavaOptions":
+                driver_java_options() if java_options is None else java_options}
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "benchmark",
         choices=["throughput", "rescale", "control", "state", "durability", "api",
-                 "autoscale", "recovery", "report"],
+                 "autoscale", "recovery", "startup", "report"],
     )
     parser.add_argument("--rows-per-batch", type=int, default=200_000)
     parser.add_argument("--epochs", type=int)
@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--redis-kills", type=int, default=2,
                         help="kills of the Redis-store run's driver, on a loopback standalone "
                              "cluster; 0 leaves that run out (recovery)")
+    parser.add_argument("--samples", type=int, default=3,
+                        help="driver starts each way, with and without the archive (startup)")
     parser.add_argument("--large-keys", type=int, default=10_000_000, help="keys (state)")
     parser.add_argument("--rounds", type=int, default=2,
                         help="rounds of the VSN runs, small and large alternating (state)")
@@ -66,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.recovery import measure as measure_recovery
 
         result = measure_recovery(kills=args.kills, redis_kills=args.redis_kills)
+    elif args.benchmark == "startup":
+        from bench.startup import measure as measure_startup
+
+        result = measure_startup(samples=args.samples)
     elif args.benchmark == "durability":
         from bench.state_durability import measure as measure_durability
 

@@ -31,6 +31,7 @@ BENCHES: dict[str, str] = {
     "api": "api",
     "autoscale": "autoscale",
     "recovery": "recovery",
+    "startup": "startup",
 }
 # Figures left out of the table: the bench's own noise and bookkeeping.
 NOT_FIGURES = {"context", "measured_at", "command"}

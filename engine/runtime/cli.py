@@ -95,5 +95,9 @@ def main_class_archive() -> int:
     if not path.is_file():
         print("making the JVM class archive drivers start from (once, in under a minute)",
               flush=True)
-    print(f"JVM class archive: {make_class_archive()}")
+    try:
+        print(f"JVM class archive: {make_class_archive()}")
+    except Exception as error:  # the edge: say what failed, not where
+        print(f"error: the JVM class archive was not made: {error}", file=sys.stderr)
+        return 1
     return 0

@@ -121,8 +121,11 @@ def test_the_editor_reconnects_and_still_hears_of_a_newer_version(stack, fed_run
     page.wait_for_selector("#conflict:not([hidden])", timeout=15_000)
     assert "was saved" in page.inner_text("#conflict")
 
-    # Saved while the page was offline: found when it comes back.
-    page.reload()
+    # Saved while the page was offline: found when it comes back. The reload's connection
+    # asks for the latest version once it is open: that answer is awaited, or it could come
+    # after the version saved offline below and show it.
+    with page.expect_response(re.compile(rf"/api/jobs/{job_id}$")):
+        page.reload()
     wait_live(page)
     assert page.locator("#conflict:not([hidden])").count() == 0
     page.context.set_offline(True)

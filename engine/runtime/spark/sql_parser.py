@@ -1,7 +1,7 @@
 """Spark's own SQL expression parser, reachable without a SparkContext.
 
 Validation runs in processes that never run Spark (the web server, the CLI), so this keeps
-one small JVM per process, started on first use (about 2 to 3 s), and asks Catalyst's parser
+one small JVM per process, started on first use, and asks Catalyst's parser
 for the unresolved tree of each expression: no analysis, no data, nothing executed. A process
 that already runs Spark (a run's driver) uses its SparkContext's JVM instead.
 """
@@ -97,6 +97,9 @@ def _launch() -> Any:
     from pyspark import SparkConf
     from pyspark.java_gateway import launch_gateway
 
-    conf = SparkConf(loadDefaults=False).set("spark.driver.memory", "256m")
+    from engine.runtime.spark.class_archive import driver_java_options
+
+    conf = SparkConf(loadDefaults=False).set("spark.driver.memory", "256m") \
+        .set("spark.driver.defaultJavaOptions", driver_java_options())
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     return launch_gateway(conf, popen_kwargs=quiet)

@@ -30,6 +30,19 @@ def test_without_an_archive_a_driver_starts_with_no_option(tmp_path, monkeypatch
     assert class_archive.driver_java_options() == ""
 
 
+def test_an_archive_that_cannot_be_made_is_one_line_and_exit_1(tmp_path, monkeypatch,  # type: ignore[no-untyped-def]
+                                                               capsys) -> None:
+    from engine.runtime.cli import main_class_archive
+
+    cache = tmp_path / "cache"
+    cache.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    assert main_class_archive() == 1
+    error = capsys.readouterr().err
+    assert error.startswith("error: the JVM class archive was not made: ") and "\n" == error[-1:]
+    assert error.count("\n") == 1
+
+
 @pytest.mark.spark
 def test_a_driver_loads_sparks_classes_from_the_archive(tmp_path: Path) -> None:
     # Made by `make install`: here only if it was not.
@@ -48,3 +61,18 @@ def test_a_driver_loads_sparks_classes_from_the_archive(tmp_path: Path) -> None:
     sources = {line.split(" source: ")[-1].strip() for line in log.read_text().splitlines()
                if " org.apache.spark.SparkContext " in line}
     assert sources == {"shared objects file (top)"}, sources
+
+
+@pytest.mark.spark
+def test_the_expression_parsers_jvm_starts_from_the_archive() -> None:
+    # In a process of its own: this one may have started its parser before the archive.
+    code = ("from engine.runtime.spark import sql_parser;"
+            "sql_parser.parse_expression_tree('amount > 1');"
+            "bean = sql_parser._gateway.jvm.java.lang.management.ManagementFactory"
+            ".getRuntimeMXBean();"
+            "print(list(bean.getInputArguments()))")
+    started = subprocess.run([sys.executable, "-c", code], cwd=project_root(),
+                             capture_output=True, text=True, timeout=300, check=True)
+    path = class_archive.archive_path()
+    assert path is not None and path.is_file()
+    assert f"-XX:SharedArchiveFile={path}" in started.stdout

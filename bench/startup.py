@@ -6,7 +6,7 @@ window job, as a run's driver is started when no warm standby takes it over (a r
 standalone cluster, a second crash before the standby is back) and as every warm standby
 starts. The clock runs from the process's spawn to its first epoch's line: the Python start,
 the JVM's, Spark's session and the job's first epoch. Starts with the archive and without it
-(the driver given a cache folder that holds none) alternate, ``samples`` each.
+(the driver given an archives' folder that holds none) alternate, ``samples`` each.
 
 Figures (the JSON line):
 - ``first_epoch_s_p50`` / ``first_epoch_s_max``: spawn to first epoch, with the archive;
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.workload import generator_source, window_count_job
-from engine.runtime.spark.class_archive import archive_path
+from engine.runtime.spark.class_archive import FOLDER_VARIABLE, archive_path
 from engine.runtime.spark.session import project_root
 
 
@@ -63,7 +63,7 @@ def _first_epoch_s(archived: bool) -> float:
         job.write_text(json.dumps(document))
         env = dict(os.environ)
         if not archived:
-            env["XDG_CACHE_HOME"] = str(Path(folder) / "empty-cache")
+            env[FOLDER_VARIABLE] = str(Path(folder) / "no-archive")
         command = [sys.executable, "-m", "engine", "run", str(job), "--checkpoint",
                    str(Path(folder) / "ckpt"), "--trigger-ms", "0", "--stop-after-epoch", "2"]
         started = time.monotonic()

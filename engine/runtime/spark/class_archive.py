@@ -6,10 +6,11 @@ archive is made once by running the standby's warm-up job in a JVM started with
 ``-XX:ArchiveClassesAtExit`` (``python -m engine class-archive``, which ``make install``
 runs), and every session built after it starts from it.
 
-An archive fits one Java and one PySpark install, so its file name carries a digest of both
-and another install finds none and starts as before. It lives in the user's cache folder
-(``$XDG_CACHE_HOME/streamscale``, by default ``~/.cache/streamscale``): it is a cache, shared
-by every checkout and run on the machine, and nothing is lost with it.
+An archive fits one Java and one PySpark install (the JVM checks the classpath it was made
+with), so its file name carries a digest of both and another install finds none and starts
+as before. It lives beside the Python environment that holds PySpark
+(``<sys.prefix>/share/streamscale``, or ``STREAMSCALE_CLASS_ARCHIVE_DIR``): it goes with it,
+and nothing is lost with it.
 """
 
 from __future__ import annotations
@@ -18,16 +19,18 @@ import fcntl
 import hashlib
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pyspark
 
+FOLDER_VARIABLE = "STREAMSCALE_CLASS_ARCHIVE_DIR"
+
 
 def archive_folder() -> Path:
     """Where archives are kept."""
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "streamscale"
+    return Path(os.environ.get(FOLDER_VARIABLE) or Path(sys.prefix) / "share" / "streamscale")
 
 
 def archive_path() -> Path | None:
@@ -38,7 +41,7 @@ def archive_path() -> Path | None:
         return None
     jars = Path(pyspark.__file__).parent / "jars"
     facts = [os.path.realpath(java), str(os.stat(java).st_mtime_ns), pyspark.__version__,
-             *sorted(p.name for p in jars.glob("*.jar"))]
+             str(jars.resolve()), *sorted(p.name for p in jars.glob("*.jar"))]
     digest = hashlib.sha256("\n".join(facts).encode()).hexdigest()[:16]
     return archive_folder() / f"spark-{digest}.jsa"
 
@@ -72,7 +75,7 @@ def make_archive(run_and_exit: Callable[[str], None]) -> Path | None:
             os.replace(partial, path)
         for old in [*path.parent.glob("spark-*.jsa"), *path.parent.glob("spark-*.partial")]:
             if old != path:
-                old.unlink()  # another install's, or a dead maker's: none is in use
+                old.unlink()  # another Java's, or a dead maker's: none is in use
     return path
 
 

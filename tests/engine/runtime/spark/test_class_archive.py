@@ -14,7 +14,7 @@ from engine.runtime.spark.session import project_root
 
 
 def test_another_java_install_is_given_another_archive(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv(class_archive.FOLDER_VARIABLE, str(tmp_path / "archives"))
     monkeypatch.delenv("JAVA_HOME", raising=False)
     this_java = class_archive.archive_path()
     other = tmp_path / "jdk" / "bin" / "java"
@@ -22,11 +22,11 @@ def test_another_java_install_is_given_another_archive(tmp_path, monkeypatch) ->
     other.write_text("")
     monkeypatch.setenv("JAVA_HOME", str(other.parent.parent))
     assert this_java is not None and class_archive.archive_path() not in (None, this_java)
-    assert class_archive.archive_path().parent == tmp_path / "cache" / "streamscale"  # type: ignore[union-attr]
+    assert class_archive.archive_path().parent == tmp_path / "archives"  # type: ignore[union-attr]
 
 
 def test_without_an_archive_a_driver_starts_with_no_option(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv(class_archive.FOLDER_VARIABLE, str(tmp_path))
     assert class_archive.driver_java_options() == ""
 
 
@@ -34,9 +34,9 @@ def test_an_archive_that_cannot_be_made_is_one_line_and_exit_1(tmp_path, monkeyp
                                                                capsys) -> None:
     from engine.runtime.cli import main_class_archive
 
-    cache = tmp_path / "cache"
-    cache.write_text("a file where the cache folder should be")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    taken = tmp_path / "archives"
+    taken.write_text("a file where the archives' folder should be")
+    monkeypatch.setenv(class_archive.FOLDER_VARIABLE, str(taken))
     assert main_class_archive() == 1
     error = capsys.readouterr().err
     assert error.startswith("error: the JVM class archive was not made: ") and "\n" == error[-1:]

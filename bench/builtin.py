@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from bench.workload import KEYS, WATERMARK, WINDOW
-from engine.runtime.io.sources import GeneratorSpec, read_generator
+from engine.runtime.io.sources import GeneratorSpec, generator_columns
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -51,6 +51,19 @@ def use_rocksdb(spark: SparkSession, enabled: bool) -> None:
     else:
         spark.conf.unset("spark.sql.streaming.stateStore.providerClass")
         spark.conf.unset("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled")
+
+
+def read_generator(spark: SparkSession, spec: GeneratorSpec, rows_per_batch: int) -> DataFrame:
+    """The generator's events as Spark's own streaming source, ``rows_per_batch`` rows per
+    batch (runs plan their rows per epoch instead, ``engine.runtime.io.sources``)."""
+    raw = (
+        spark.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", rows_per_batch)
+        .option("numPartitions", spark.sparkContext.defaultParallelism)
+        .option("startTimestamp", spec.start_ms)
+        .load()
+    )
+    return raw.select(*generator_columns(spec))
 
 
 def start_builtin(

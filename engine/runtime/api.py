@@ -101,9 +101,8 @@ def warm_session(*, master: str) -> SparkSession:
 
 
 def make_class_archive() -> Path | None:
-    """Makes the JVM class archive drivers start from, unless it is made (see
-    ``engine.runtime.spark.class_archive``), from a JVM that runs the warm-up and exits: call
-    it only in a process of its own that runs no other session."""
+    """The JVM class archive drivers start from, made unless it is, in a process that runs
+    no other session (its JVM exits)."""
     return make_archive(_warm_up_and_exit)
 
 

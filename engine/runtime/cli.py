@@ -88,15 +88,11 @@ def main_run(argv: Sequence[str] | None = None) -> int:
 
 def main_class_archive() -> int:
     """Entry point of ``class-archive``: 0 when the archive is there (or no Java is found)."""
-    path = archive_path()
-    if path is None:
-        print("no java found: no JVM class archive made")
-        return 0
-    if not path.is_file():
+    if (path := archive_path()) is not None and not path.is_file():
         print("making the JVM class archive drivers start from (once, in under a minute)",
               flush=True)
     try:
-        print(f"JVM class archive: {make_class_archive()}")
+        print(f"JVM class archive: {make_class_archive() or 'none, no java found'}")
     except Exception as error:  # the edge: say what failed, not where
         print(f"error: the JVM class archive was not made: {error}", file=sys.stderr)
         return 1

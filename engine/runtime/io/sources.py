@@ -151,19 +151,6 @@ def rate_rows(
     return ids.select(F.timestamp_micros(micros).alias("timestamp"), F.col("id").alias("value"))
 
 
-def read_generator(spark: SparkSession, spec: GeneratorSpec, rows_per_batch: int) -> DataFrame:
-    """The generator as Spark's own streaming source, ``rows_per_batch`` rows per batch (the
-    baseline of the benchmarks; runs plan their rows per epoch with ``generator_rows``)."""
-    raw = (
-        spark.readStream.format("rate-micro-batch")
-        .option("rowsPerBatch", rows_per_batch)
-        .option("numPartitions", spark.sparkContext.defaultParallelism)
-        .option("startTimestamp", spec.start_ms)
-        .load()
-    )
-    return raw.select(*generator_columns(spec))
-
-
 def files_schema(params: Mapping[str, Any]) -> str:
     """A files source's schema as DDL: ``schema`` maps column -> Spark type, or is DDL."""
     if "path" not in params or "schema" not in params:

@@ -1,16 +1,8 @@
-"""The class-data archive a driver's JVM starts from.
-
-Most of a driver's start is its JVM loading and verifying Spark's classes. Java's dynamic
-class-data sharing keeps those classes in an archive that a later JVM maps instead: the
-archive is made once by running the standby's warm-up job in a JVM started with
-``-XX:ArchiveClassesAtExit`` (``python -m engine class-archive``, which ``make install``
-runs), and every session built after it starts from it.
-
-An archive fits one Java and one PySpark install (the JVM checks the classpath it was made
-with), so its file name carries a digest of both and another install finds none and starts
-as before. It lives beside the Python environment that holds PySpark
-(``<sys.prefix>/share/streamscale``, or ``STREAMSCALE_CLASS_ARCHIVE_DIR``): it goes with it,
-and nothing is lost with it.
+"""The class-data archive a driver's JVM starts from: Spark's classes, loaded and verified
+once by a JVM that ran the standby's warm-up job and wrote them at its exit
+(``-XX:ArchiveClassesAtExit``; ``python -m engine class-archive``, which ``make install`` runs),
+then mapped by every later JVM. Its name carries a digest of the Java and PySpark installs it
+fits; it is kept beside the Python environment (``STREAMSCALE_CLASS_ARCHIVE_DIR`` to move it).
 """
 
 from __future__ import annotations
@@ -28,14 +20,8 @@ import pyspark
 FOLDER_VARIABLE = "STREAMSCALE_CLASS_ARCHIVE_DIR"
 
 
-def archive_folder() -> Path:
-    """Where archives are kept."""
-    return Path(os.environ.get(FOLDER_VARIABLE) or Path(sys.prefix) / "share" / "streamscale")
-
-
 def archive_path() -> Path | None:
-    """The archive for this machine's Java and PySpark, whether made yet or not; None when no
-    Java is found (then Spark itself says so)."""
+    """The archive for this Java and PySpark, made or not; None without a java."""
     java = _java()
     if java is None:
         return None
@@ -43,7 +29,8 @@ def archive_path() -> Path | None:
     facts = [os.path.realpath(java), str(os.stat(java).st_mtime_ns), pyspark.__version__,
              str(jars.resolve()), *sorted(p.name for p in jars.glob("*.jar"))]
     digest = hashlib.sha256("\n".join(facts).encode()).hexdigest()[:16]
-    return archive_folder() / f"spark-{digest}.jsa"
+    folder = os.environ.get(FOLDER_VARIABLE) or Path(sys.prefix) / "share" / "streamscale"
+    return Path(folder) / f"spark-{digest}.jsa"
 
 
 def driver_java_options() -> str:
@@ -56,10 +43,8 @@ def driver_java_options() -> str:
 
 
 def make_archive(run_and_exit: Callable[[str], None]) -> Path | None:
-    """Makes the archive unless it is there, and returns its path. ``run_and_exit`` starts a
-    JVM with the JVM options it is given, runs the classes to keep and lets the JVM exit
-    (which is when the JVM writes the archive). Another process making it at the same time
-    is waited for, not repeated."""
+    """The archive, made unless it is (a maker at work is waited for): ``run_and_exit`` runs
+    a JVM with the options it is given, loads the classes to keep and lets the JVM exit."""
     path = archive_path()
     if path is None:
         return None

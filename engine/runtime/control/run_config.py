@@ -2,7 +2,7 @@
 how a reconfiguration command changes it.
 
 Rescales and rebalances only install a new key-group -> instance mapping: with state
-addressed by key group, nothing is copied (the store measures it: ``StateStore.hand_over``).
+addressed by key group, nothing is copied.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from engine.runtime.io.source_load import ClockSource, build_meters
 from engine.runtime.io.streams import nothing_taken, source_rows, take
 from engine.runtime.io.taken import FilesTaken, SourceTake
 from engine.runtime.stage.logic_check import KEYED_SPECS, logic_checker
-from engine.runtime.state import StoreSpec, open_store
+from engine.runtime.state import StoreSpec
 
 
 class EpochPlanner:
@@ -101,7 +101,7 @@ class EpochPlanner:
         commands = self.listener.drain()
         applied, acks, stop = apply_commands(
             self.graph, config, commands, epoch, outcome.kg_rows if outcome else {},
-            self._logic_check(config, batch), open_store(self.store).hand_over)
+            self._logic_check(config, batch))
         plan = EpochPlan(
             epoch=epoch, config=applied, sources=sources, watermarks=advanced,
             closes=windows_closing(self.graph, applied, before, watermarks, advanced),

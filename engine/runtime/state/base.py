@@ -19,7 +19,7 @@ timer, so an epoch puts its input's partials without reading the stored ones.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,24 +120,6 @@ class StateStore(ABC):
     @abstractmethod
     def clear(self) -> None:
         """Removes everything in this store's namespace (tests and fresh runs)."""
-
-    def hand_over(self, operator: str, moves: Sequence[tuple[int, int, int]]) -> int:
-        """Gives key groups new owners, ``moves`` being (key group, old owner, new owner);
-        returns the state bytes copied between owners to do it. A group is copied only where
-        its address depends on its owner."""
-        return sum(self.copy_group(operator, kg, old, new) for kg, old, new in moves
-                   if self.address(operator, kg, old) != self.address(operator, kg, new))
-
-    def address(self, operator: str, key_group: int, owner: int) -> tuple[object, ...]:
-        """Where a group's state lives: by (operator, key group), never by owner, so an
-        owner change leaves the state where it is."""
-        return (operator, key_group)
-
-    def copy_group(self, operator: str, key_group: int, old: int, new: int) -> int:
-        """Copies a group from its old owner's address to the new one's; returns the bytes
-        (only stores whose addresses depend on the owner need it)."""
-        raise NotImplementedError(f"{type(self).__name__} addresses state by owner but "
-                                  "cannot copy it")
 
 
 def ipc_bytes(table: pa.Table) -> bytes:

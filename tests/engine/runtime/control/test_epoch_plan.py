@@ -36,7 +36,7 @@ def _plan() -> EpochPlan:
     commands = [Command.picked_up(r.to_message(), f"{i}-0", 5.0)
                 for i, r in enumerate(requests, 1)]
     config, acks, stop = apply_commands(graph, initial_config(plan_job(graph)), commands, 7,
-                                        {}, lambda *_: None, lambda *_: 0)
+                                        {}, lambda *_: None)
     assert [a.status for a in acks] == ["applied", "rejected"]
     return EpochPlan(
         epoch=7, config=config, cursor="2-0", acks=tuple(acks), stop=stop,

@@ -9,7 +9,6 @@ from engine.planner import plan_job
 from engine.runtime.control.messages import Ack, Command, CommandRequest
 from engine.runtime.control.reconfigure import apply_commands
 from engine.runtime.control.run_config import initial_config
-from engine.runtime.state.memory import MemoryStateStore
 from tests.engine.runtime.jobs import window_job
 
 GRAPH = parse_job_graph(window_job({"type": "sink.memory", "params": {}}, key_groups=16))
@@ -28,7 +27,6 @@ def _apply(**fields: object) -> tuple[dict, Ack]:
         7,
         {"counts": [1.0] * 16},
         lambda op, params: None,
-        MemoryStateStore().hand_over,
     )
     return config, acks[0]
 
@@ -64,38 +62,9 @@ def test_weighted_rebalance_follows_observed_key_group_loads() -> None:
     command = _command(kind="rebalance", operator="counts", assignment="weighted")
     config, acks, _ = apply_commands(
         GRAPH, initial_config(plan_job(GRAPH)), [command], 3, loads, lambda op, params: None,
-        MemoryStateStore().hand_over,
     )
     assert acks[0].status == "applied"
     assert config["counts"].owners[:4] == (0, 0, 0, 1)  # the hot groups are split
-
-
-def test_the_store_reports_what_it_copies_to_hand_key_groups_over() -> None:
-    """The ack's copied bytes come from the store: a store whose addresses depend on the owner
-    copies every moved group and says so; the VSN stores copy nothing."""
-    import pyarrow as pa
-
-    class PerOwnerStore(MemoryStateStore):
-        def address(self, operator: str, key_group: int, owner: int) -> tuple[object, ...]:
-            return (operator, key_group, owner)
-
-        def copy_group(self, operator: str, key_group: int, old: int, new: int) -> int:
-            return len(self.fire_timers(operator, [key_group], 2**62))
-
-    from engine.runtime.state import KeyedChanges
-
-    puts = pa.table({"timer": pa.array([1] * 100, pa.int64()),
-                     "field": [str(k) for k in range(100)], "value": ["v"] * 100})
-    stores = [MemoryStateStore(), PerOwnerStore()]
-    copied = []
-    for store in stores:
-        store.commit_entries("counts", 1, {kg: KeyedChanges(puts) for kg in range(16)})
-        command = _command(kind="rescale", operator="counts", parallelism=5)
-        _, acks, _ = apply_commands(GRAPH, initial_config(plan_job(GRAPH)), [command], 2, {},
-                                    lambda op, params: None, store.hand_over)
-        copied.append(acks[0].state_bytes_copied)
-    moved = sum(1 for kg in range(16) if kg * 2 // 16 != kg * 5 // 16)
-    assert copied == [0, moved * 100] and moved > 0
 
 
 def test_a_sample_changes_nothing_and_names_the_epoch_it_is_served_from() -> None:

@@ -11,9 +11,9 @@ dead letter naming it. Both ways give the same rows: a cast here accepts no valu
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -43,14 +43,14 @@ def arrow_schema(spec: StreamSpec) -> pa.Schema:
     return pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in spec.output_columns()])
 
 
-def entries_batch(spec: StreamSpec, ids: Sequence[bytes], fields: Sequence[Sequence[bytes]],
-                  schema: pa.Schema) -> pa.RecordBatch:
-    """The rows of entries ``ids`` with ``fields`` (each flat: name, value, name, value...)
+def entries_batch(spec: StreamSpec, entries: Sequence[Any], schema: pa.Schema) -> pa.RecordBatch:
+    """The rows of ``entries`` (``[id, [name, value, ...]]`` each, as the server sent them)
     as one record batch of ``schema`` (the source's columns as Spark reads them)."""
-    batch = _bulk(spec, ids, fields, schema) if spec.payload == "fields" and ids else None
+    columns = _columns(entries) if spec.payload == "fields" and entries else None
+    batch = None if columns is None else _bulk(spec, *columns, schema)
     if batch is None:
         rows = [decode_entry(spec, entry_id.decode(), dict(zip(f[0::2], f[1::2], strict=True)))
-                for entry_id, f in zip(ids, fields, strict=True)]
+                for entry_id, f in entries]
         batch = rows_batch(rows, schema)
     return batch
 
@@ -64,24 +64,31 @@ def rows_batch(rows: Sequence[tuple[Any, ...]], schema: pa.Schema) -> pa.RecordB
         schema=schema)
 
 
-def _bulk(spec: StreamSpec, ids: Sequence[bytes], fields: Sequence[Sequence[bytes]],
-          schema: pa.Schema) -> pa.RecordBatch | None:
-    """The batch decoded column by column, or None if some entry or value needs the
-    entry-by-entry way."""
-    width, count = len(fields[0]), len(fields)
-    names = list(fields[0][0::2])
-    if width % 2 or len(set(names)) != len(names) or set(map(len, fields)) != {width}:
+def _columns(entries: Sequence[Any]) -> tuple[pa.BinaryArray, dict[bytes, pa.Array]] | None:
+    """The entries' ids and each field's values, if every entry has the same distinct fields
+    in the same order: the fields cross into Arrow in one conversion, not one per column."""
+    names = entries[0][1][0::2]
+    fields = pa.array([entry[1] for entry in entries], pa.list_(pa.binary()))
+    width, at = 2 * len(names), np.arange(0, 2 * len(names) * len(entries), 2 * len(names))
+    if len(set(names)) != len(names) or len(entries[0][1]) != width or pc.any(pc.not_equal(
+            pc.list_value_length(fields), width)).as_py():
         return None
-    flat = list(chain.from_iterable(fields))
-    at = {}
-    for index, name in enumerate(names):
-        if flat[2 * index::width].count(name) != count:  # not the same layout in every entry
-            return None
-        at[name] = 2 * index + 1
+    flat = fields.flatten()
+    if not all(pc.all(pc.equal(flat.take(at + 2 * i), name)).as_py()
+               for i, name in enumerate(names)):
+        return None
+    return (pa.array([entry[0] for entry in entries], pa.binary()),
+            {name: flat.take(at + 2 * i + 1) for i, name in enumerate(names)})
+
+
+def _bulk(spec: StreamSpec, ids: pa.BinaryArray, fields: dict[bytes, pa.Array],
+          schema: pa.Schema) -> pa.RecordBatch | None:
+    """The batch decoded column by column, or None if some value needs the entry-by-entry
+    way."""
     arrays = []
     for (column_name, kind), field in zip(spec.columns, schema, strict=False):
-        where = at.get(column_name.encode())
-        column = None if where is None else _typed(kind, field.type, flat[where::width])
+        values = fields.get(column_name.encode())
+        column = None if values is None else _typed(kind, field.type, values)
         if column is None:
             return None
         arrays.append(column)
@@ -90,13 +97,13 @@ def _bulk(spec: StreamSpec, ids: Sequence[bytes], fields: Sequence[Sequence[byte
         if times is None:
             return None
         arrays.append(times)
-    arrays.append(pa.nulls(count, pa.string()))  # no dead letter
+    arrays.append(pa.nulls(len(ids), pa.string()))  # no dead letter
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _typed(kind: str, target: pa.DataType, values: list[bytes]) -> pa.Array | None:
+def _typed(kind: str, target: pa.DataType, values: pa.BinaryArray) -> pa.Array | None:
     try:
-        text = pa.array(values, pa.binary()).cast(pa.string())  # refuses invalid UTF-8
+        text = values.cast(pa.string())  # refuses invalid UTF-8
         if kind == "string":
             return text
         if kind in INT_KINDS or kind in FLOAT_KINDS:
@@ -121,10 +128,10 @@ def _all_match(text: pa.Array, pattern: str) -> bool:
     return bool(pc.all(pc.match_substring_regex(text, pattern)).as_py())
 
 
-def _entry_times(ids: Sequence[bytes], target: pa.DataType) -> pa.Array | None:
+def _entry_times(ids: pa.BinaryArray, target: pa.DataType) -> pa.Array | None:
     """The entry ids' times: their milliseconds part."""
-    text = pa.array(ids, pa.binary()).cast(pa.string())
     try:
+        text = ids.cast(pa.string())
         ms = pc.list_element(pc.split_pattern(text, "-", max_splits=1), 0).cast(pa.int64())
     except pa.ArrowInvalid:
         return None

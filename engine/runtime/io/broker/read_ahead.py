@@ -18,7 +18,8 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, StructField, StructType
 
 from engine.runtime.io.broker.spec import StreamSpec
 
@@ -96,7 +97,13 @@ def spark_schema(spec: StreamSpec) -> StructType:
 
 
 def rows_frame(spark: SparkSession, schema: StructType, rows: pa.Table) -> DataFrame:
-    """Decoded rows as a DataFrame of ``schema``."""
+    """Decoded rows as a DataFrame of ``schema``. They reach the JVM as one array of structs
+    per task, unpacked there: as rows of their own, every row is an element of the plan that
+    Spark's analyzer walks, and that the task's closure serializes, one by one."""
     if not rows.num_rows:
         return spark.createDataFrame([], schema)
-    return spark.createDataFrame(rows, schema)
+    step = -(-rows.num_rows // spark.sparkContext.defaultParallelism)
+    offsets = pa.array([*range(0, rows.num_rows, step), rows.num_rows], pa.int32())
+    packed = pa.ListArray.from_arrays(offsets, rows.to_struct_array().combine_chunks())
+    arrays = StructType([StructField("rows", ArrayType(schema, False), False)])
+    return spark.createDataFrame(pa.table({"rows": packed}), arrays).select(F.inline("rows"))

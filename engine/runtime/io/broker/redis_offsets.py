@@ -56,7 +56,7 @@ def initial_offset(client: redis.Redis, spec: StreamSpec) -> Offset:
             streams[stream] = {"id": _last_id(client, stream), "n": length}
         else:
             given = spec.start[stream] if isinstance(spec.start, dict) else "0-0"
-            later = _advance_one(client, stream, given, None)[0]  # entries after ``given``
+            later = walk_stream(client, stream, given, None)[0]  # entries after ``given``
             streams[stream] = {"id": given, "n": length - later}
     return {"op": spec.op_id, "streams": streams}
 
@@ -71,20 +71,22 @@ def advance(client: redis.Redis, spec: StreamSpec, start: Offset, cap: int | Non
     for index, stream in enumerate(spec.streams):
         position = start["streams"].get(stream) or {"id": "0-0", "n": 0}
         share = None if budget is None else -(-budget // (len(spec.streams) - index))
-        count, last = _advance_one(client, stream, position["id"], share, on_chunk)
+        count, last = walk_stream(client, stream, position["id"], share, on_chunk)
         streams[stream] = {"id": last or position["id"], "n": position["n"] + count}
         if budget is not None:
             budget -= count
     return {"op": spec.op_id, "streams": streams}
 
 
-def _advance_one(client: redis.Redis, stream: str, after: str, share: int | None,
-                 on_chunk: Callable[[list[Any]], None] | None = None) -> tuple[int, str]:
-    """Entries of ``stream`` after ``after`` (at most ``share``) and the last one's id."""
+def walk_stream(client: redis.Redis, stream: str, after: str, share: int | None,
+                on_chunk: Callable[[list[Any]], None] | None = None,
+                until: str = "+") -> tuple[int, str]:
+    """Entries of ``stream`` in ``(after, until]`` (at most ``share``) and the last one's id;
+    ``on_chunk`` is handed each chunk of them, oldest first."""
     total, last = 0, ""
     while share is None or total < share:
         chunk = READ_CHUNK if share is None else min(READ_CHUNK, share - total)
-        entries = read_chunk(client, stream, last or after, "+", count=chunk)
+        entries = read_chunk(client, stream, last or after, until, count=chunk)
         if not entries:
             break
         if on_chunk is not None:
@@ -118,7 +120,7 @@ def stream_lags(client: redis.Redis, offset: Offset) -> dict[str, int]:
         if at_least >= LAG_EXACT_LIMIT:
             lags[stream] = at_least
         else:
-            lags[stream] = _advance_one(client, stream, position["id"], LAG_EXACT_LIMIT)[0]
+            lags[stream] = walk_stream(client, stream, position["id"], LAG_EXACT_LIMIT)[0]
             if lags[stream] >= LAG_EXACT_LIMIT:
                 lags[stream] = max(lags[stream], at_least)
     return lags

@@ -26,10 +26,9 @@ from pyspark.sql import DataFrame, SparkSession
 from engine.runtime.io.broker.columnar import arrow_schema, entries_batch
 from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead, range_rows, spark_schema
 from engine.runtime.io.broker.redis_offsets import (
-    READ_CHUNK,
     advance,
     initial_offset,
-    read_chunk,
+    walk_stream,
     with_reconnect,
 )
 from engine.runtime.io.broker.spec import StreamSpec
@@ -83,14 +82,9 @@ def _read(spec: StreamSpec, taken: EntriesTaken) -> pa.Table:
 
     def read(client: redis.Redis, keep: _Keep) -> None:
         for stream, end in taken.end["streams"].items():
-            cursor = taken.start["streams"].get(stream, {"id": "0-0"})["id"]
-            while cursor != end["id"]:
-                entries = read_chunk(client, stream, cursor, end["id"])
-                if entries:
-                    keep(entries)
-                if len(entries) < READ_CHUNK:
-                    break
-                cursor = entries[-1][0].decode()
+            start = taken.start["streams"].get(stream, {"id": "0-0"})["id"]
+            if start != end["id"]:
+                walk_stream(client, stream, start, None, keep, until=end["id"])
 
     return _decoded(spec, "reading an epoch's entries", read)[1]
 
@@ -103,8 +97,7 @@ def _decoded(spec: StreamSpec, step: str,
     batches: list[pa.RecordBatch] = []
 
     def keep(entries: list[Any]) -> None:
-        batches.append(entries_batch(spec, [e[0] for e in entries], [e[1] for e in entries],
-                                     schema))
+        batches.append(entries_batch(spec, entries, schema))
 
     def attempt(client: redis.Redis) -> Any:
         batches.clear()

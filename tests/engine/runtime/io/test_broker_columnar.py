@@ -7,10 +7,11 @@ import math
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.runtime.io.broker.columnar import _bulk, entries_batch, rows_batch
+from engine.runtime.io.broker.columnar import _bulk, _columns, entries_batch, rows_batch
 from engine.runtime.io.broker.spec import DEAD_LETTER, StreamSpec, decode_entry
 
 SCHEMA = {"user": "long", "at": "timestamp", "price": "double", "ok": "boolean",
@@ -41,6 +42,10 @@ def one_by_one(ids: list[bytes], fields: list[list[bytes]]) -> pa.RecordBatch:
     return rows_batch(rows, ARROW)
 
 
+def entries_of(ids: list[bytes], fields: list[list[bytes]]) -> list[Any]:
+    return [[i, f] for i, f in zip(ids, fields, strict=True)]  # as the server sends them
+
+
 def comparable(batch: pa.RecordBatch) -> list[dict[str, Any]]:
     return [{k: "nan" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
             for row in batch.to_pylist()]
@@ -49,8 +54,9 @@ def comparable(batch: pa.RecordBatch) -> list[dict[str, Any]]:
 def test_producer_shaped_entries_are_decoded_in_bulk_as_one_by_one() -> None:
     ids = [f"{1_700_000_000_000 + n}-{n % 3}".encode() for n in range(500)]
     fields = [good(n) for n in range(500)]
-    assert _bulk(SPEC, ids, fields, ARROW) is not None
-    bulk = entries_batch(SPEC, ids, fields, ARROW)
+    columns = _columns(entries_of(ids, fields))
+    assert columns is not None and _bulk(SPEC, *columns, ARROW) is not None
+    bulk = entries_batch(SPEC, entries_of(ids, fields), ARROW)
     assert comparable(bulk) == comparable(one_by_one(ids, fields))
     assert bulk.num_rows == 500 and bulk.column(DEAD_LETTER).null_count == 500
 
@@ -59,7 +65,7 @@ def test_a_chunk_with_one_bad_entry_keeps_the_others_and_names_the_bad_one() -> 
     ids = [f"{n + 1}-0".encode() for n in range(20)]
     fields = [good(n) for n in range(20)]
     fields[7][3] = b"yesterday"
-    batch = entries_batch(SPEC, ids, fields, ARROW)
+    batch = entries_batch(SPEC, entries_of(ids, fields), ARROW)
     letters = batch.column(DEAD_LETTER).to_pylist()
     assert [i for i, d in enumerate(letters) if d] == [7]
     assert letters[7].startswith("8-0: field 'at'")
@@ -87,5 +93,36 @@ def test_any_chunk_decodes_in_bulk_as_one_by_one(data: st.DataObject) -> None:
         ms = data.draw(st.sampled_from([1, 1_700_000_000_123, 4_294_967_296_000]))
         ids.append(f"{ms}-{n}".encode())
         fields.append(entry)
-    assert comparable(entries_batch(SPEC, ids, fields, ARROW)) == \
+    assert comparable(entries_batch(SPEC, entries_of(ids, fields), ARROW)) == \
         comparable(one_by_one(ids, fields))
+
+
+def test_entries_of_one_layout_split_into_columns_byte_for_byte() -> None:
+    values = [b"\xff\xfe", b"", b"a\r\nb", b"\x00$5*2"]
+    entries = [[b"%d-0" % n, [b"n", b"%d" % n, b"v", value]] for n, value in enumerate(values)]
+    columns = _columns(entries)
+    assert columns is not None
+    ids, fields = columns
+    assert ids.to_pylist() == [b"0-0", b"1-0", b"2-0", b"3-0"] and list(fields) == [b"n", b"v"]
+    assert fields[b"n"].to_pylist() == [b"0", b"1", b"2", b"3"]
+    assert fields[b"v"].to_pylist() == values
+
+
+@pytest.mark.parametrize("fields", [
+    [[b"a", b"1"], [b"a", b"1", b"b", b"2"]],  # different numbers of fields
+    [[b"a", b"1", b"b", b"2"], [b"b", b"2", b"a", b"1"]],  # another order
+    [[b"a", b"1"], [b"b", b"1"]],  # other names
+    [[b"a", b"1", b"a", b"2"], [b"a", b"1", b"a", b"2"]],  # a name twice
+    [[b"a", b"1", b"b"], [b"a", b"1", b"b"]],  # a name without a value
+])
+def test_entries_of_other_layouts_are_not_split(fields: list[list[bytes]]) -> None:
+    assert _columns(entries_of([b"1-0", b"2-0"], fields)) is None
+
+
+def test_no_entries_are_no_rows_and_values_not_utf8_read_as_one_by_one_reads_them() -> None:
+    assert entries_batch(SPEC, [], ARROW).num_rows == 0
+    fields = [good(n) for n in range(3)]
+    fields[1][9] = b"\xff\xfe"  # the string column ``name``
+    batch = entries_batch(SPEC, entries_of([b"1-0", b"2-0", b"3-0"], fields), ARROW)
+    assert comparable(batch) == comparable(one_by_one([b"1-0", b"2-0", b"3-0"], fields))
+    assert batch.column("name").to_pylist() == ["u0", "\ufffd\ufffd", "u2"]

@@ -26,7 +26,8 @@ Headline figures:
 - ``rescale_epoch_vs_same_parallelism``: the rescale epoch over the median steady epoch at
   that parallelism doing the same work (closing the windows, or not: an epoch that closes
   them emits 100k rows) (median and max over the rescales);
-- ``state_bytes_copied``: what the acks report copied between owners (state is addressed by key group, so a rescale has nothing to copy).
+- ``state_bytes_copied``: what the acks report copied between owners (state is addressed
+  by key group, so a rescale has nothing to copy).
 
 Context (noise on a shared 2-core machine, not headline): each rescale epoch's excess over
 the steady median it is compared with, the excess 1 steady epoch in 12 reaches with no rescale

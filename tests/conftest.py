@@ -15,6 +15,11 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Every JVM the suite starts (its own, the drivers', a cluster's) lives seconds to minutes: C1
+# alone compiles sooner and takes less of the cores from the run than C1 then C2, which a
+# product driver, running for days, keeps. JDK_JAVA_OPTIONS reaches each `java` it starts.
+os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
+
 
 # Fixtures through which a test reaches PostgreSQL or Redis; a test using one is marked
 # ``services``, so ``make test-external`` can run exactly those against other servers.

@@ -24,6 +24,7 @@ from engine.runtime.control.reconfigure import apply_commands
 from engine.runtime.control.run_config import LogicCheck, RunConfig, initial_config, running_plan
 from engine.runtime.driver.epoch_log import EpochLog
 from engine.runtime.driver.options import RunOptions, save_run_info
+from engine.runtime.io.broker.read_ahead import BrokerRows
 from engine.runtime.io.source_load import ClockSource, build_meters
 from engine.runtime.io.streams import nothing_taken, source_rows, take
 from engine.runtime.io.taken import FilesTaken, SourceTake
@@ -122,7 +123,9 @@ class EpochPlanner:
                 empty = {op: nothing_taken(self.graph, op) for op in self.graph.sources()}
                 shapes = source_rows(
                     self.spark, self.graph, self.start_ms, empty, dict.fromkeys(empty, 1))
-                checker.append(logic_checker(self.graph, config, batch, shapes))
+                frames = {op: rows.frame if isinstance(rows, BrokerRows) else rows
+                          for op, rows in shapes.items()}
+                checker.append(logic_checker(self.graph, config, batch, frames))
             checker[0](op_id, params)
 
         return check

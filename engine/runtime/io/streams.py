@@ -12,6 +12,7 @@ from engine.dag import CLOCK_SOURCES, JobGraph
 from engine.runtime.errors import MalformedPlan, UnsupportedJobError
 from engine.runtime.io.broker.nats_client import NatsSpec
 from engine.runtime.io.broker.nats_stream import nats_rows, take_messages
+from engine.runtime.io.broker.read_ahead import BrokerRows
 from engine.runtime.io.broker.redis_stream import stream_rows, take_entries
 from engine.runtime.io.broker.spec import StreamSpec
 from engine.runtime.io.source_load import ClockSource
@@ -58,10 +59,10 @@ def source_rows(
     start_ms: int,
     taken: Mapping[str, SourceTake],
     partitions: Mapping[str, int],
-) -> dict[str, DataFrame]:
+) -> dict[str, DataFrame | BrokerRows]:
     """Each source's rows of one epoch, as its plan ``taken`` says; a clock source's over
     its parallelism."""
-    frames: dict[str, DataFrame] = {}
+    frames: dict[str, DataFrame | BrokerRows] = {}
     for op_id, part in taken.items():
         op = graph.operator(op_id)
         if isinstance(part, ClockRange) and op.type == "source.generator":

@@ -13,16 +13,11 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from engine.dag import BROKER_SOURCE_TYPES, JobGraph
+from engine.dag import JobGraph
 from engine.planner import PhysicalPlan
 from engine.runtime.control.run_config import RunConfig
 from engine.runtime.errors import UnsupportedJobError
-from engine.runtime.io.broker.dead_letters import (
-    DEAD_LETTER,
-    DEAD_LETTER_COUNT,
-    dead_letter_aggregates,
-    dead_letters_of,
-)
+from engine.runtime.io.broker.read_ahead import BrokerRows
 from engine.runtime.io.sinks import Sink
 from engine.runtime.operators.dedupe import parse_dedupe_spec
 from engine.runtime.operators.join import parse_join_spec
@@ -84,7 +79,7 @@ class EpochPipeline:
     plan: PhysicalPlan
     """The planner's plan of ``config`` (``running_plan``): how each region's rows are split
     and merged."""
-    source_frames: dict[str, DataFrame] = field(default_factory=dict)
+    source_frames: dict[str, DataFrame | BrokerRows] = field(default_factory=dict)
     """Every source's rows of the epoch, as its plan took them."""
     source_counts: dict[str, int] = field(default_factory=dict)
     """The rows of each clock source in ``source_frames`` (its planned range's length)."""
@@ -150,16 +145,17 @@ class EpochPipeline:
                 result.rows_out[op_id] = self.source_counts[op_id]
                 return rows
             self._partitions[op_id] = None  # split as Spark reads it
-            if op.type in BROKER_SOURCE_TYPES and self._jobs_reading(op_id) > 1:
-                # Several of the epoch's Spark jobs read the source; a broker is read once,
-                # the rows are kept on the executors for the epoch. Read by one job, they
-                # are not: a cache would copy every row once more.
-                rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-                self._cached.append(rows)
-            rows = self._observe(op_id, rows)
-            if DEAD_LETTER in rows.columns:  # counted by the observation, not passed on
-                rows = rows.where(F.col(DEAD_LETTER).isNull()).drop(DEAD_LETTER)
-            return rows
+            if not isinstance(rows, BrokerRows):
+                return self._observe(op_id, rows)
+            # Counted as the driver decoded them: no observation costs every row.
+            result.rows_out[op_id], result.dead_letters[op_id] = rows.entries, rows.dead_letters
+            if self._jobs_reading(op_id) == 1:
+                return rows.frame
+            # Several of the epoch's Spark jobs read the source; a broker is read once,
+            # the rows are kept on the executors for the epoch. Read by one job, they
+            # are not: a cache would copy every row once more.
+            self._cached.append(rows.frame.persist(StorageLevel.MEMORY_AND_DISK))
+            return self._cached[-1]
         parents = [frames[p] for p in self.graph.parents(op_id)]
         if len(parents) > 1:  # no order across the inputs of a union or a join
             parents = [_unsequenced(p) for p in parents]
@@ -247,8 +243,6 @@ class EpochPipeline:
     def _observe(self, op_id: str, df: DataFrame) -> DataFrame:
         observation = Observation(observation_name(f"rows_{op_id}_{self.epoch}"))
         self._observations[op_id] = observation
-        if DEAD_LETTER in df.columns:  # a broker source: count and sample its dead letters
-            return df.observe(observation, _row_count(), *dead_letter_aggregates())
         return df.observe(observation, _row_count())
 
     def _jobs_reading(self, op_id: str) -> int:
@@ -267,8 +261,6 @@ class EpochPipeline:
         for op_id, observation in self._observations.items():
             done = observed(observation, wait_s=SETTLE_S if op_id in settle else 0.0)
             result.rows_out[op_id] = int(observation.get["rows"]) if done else None
-            if done and DEAD_LETTER_COUNT in observation.get:
-                result.dead_letters[op_id] = dead_letters_of(observation.get)
 
 
 _SINGLE_INPUT_STAGES = {

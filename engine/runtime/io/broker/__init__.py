@@ -2,6 +2,6 @@
 backlog) and producers.
 
 ``spec`` (what to read and how to decode it), ``event_draws`` and ``producer`` are pure
-Python; only the readers (``redis_stream``, ``nats_stream``), the rows they keep between
-plan and epoch (``read_ahead``) and ``dead_letters`` import pyspark.
+Python; only the readers (``redis_stream``, ``nats_stream``) and the rows they keep between
+plan and epoch (``read_ahead``, which counts and drops the dead letters) import pyspark.
 """

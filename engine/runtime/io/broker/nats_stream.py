@@ -28,8 +28,9 @@ import pyarrow.json as pa_json
 from nats.aio.client import Client
 from nats.js import api
 from nats.js.errors import NotFoundError
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
+from engine.runtime.io.broker import read_ahead
 from engine.runtime.io.broker.columnar import arrow_schema, rows_batch
 from engine.runtime.io.broker.nats_client import (
     REQUEST_TIMEOUT_S,
@@ -61,7 +62,7 @@ def take_messages(spec: NatsSpec, previous: SequencesTaken | None,
     return taken
 
 
-def nats_rows(spark: SparkSession, spec: NatsSpec, taken: SequencesTaken) -> DataFrame:
+def nats_rows(spark: SparkSession, spec: NatsSpec, taken: SequencesTaken) -> read_ahead.BrokerRows:
     """The rows of an epoch's messages: those read ahead, else read now."""
     return _reads.frame(spark, spec.key, taken, spark_schema(spec.decoding()),
                         partial(_read, spec, taken))

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructField, StructType
 
-from engine.runtime.io.broker.spec import StreamSpec
+from engine.runtime.io.broker.spec import DEAD_LETTER, StreamSpec
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,23 @@ class RangeRows:
     rows: pa.Table
     frame: DataFrame | None = None
     """The rows as a DataFrame, when they were handed to Spark ahead too."""
+
+
+@dataclass(frozen=True)
+class BrokerRows:
+    """An epoch's rows of a broker source as Spark reads them (the entries that fit the
+    schema), with what the driver counted of the rows it decoded: every entry, and the dead
+    letters (``{"count", "sample"}``, the first by entry id), so Spark observes nothing."""
+
+    frame: DataFrame
+    entries: int
+    dead_letters: dict[str, Any]
+
+    @classmethod
+    def of(cls, frame: DataFrame, rows: pa.Table) -> BrokerRows:
+        letters = rows[DEAD_LETTER]
+        return cls(frame, rows.num_rows, {"count": len(letters) - letters.null_count,
+                                          "sample": pc.min(letters).as_py()})
 
 
 class ReadAhead:
@@ -68,13 +86,14 @@ class ReadAhead:
             self._planned[source] = planned
 
     def frame(self, spark: SparkSession, source: Hashable, taken: Any, schema: StructType,
-              read: Callable[[], pa.Table]) -> DataFrame:
-        """The rows of ``taken`` as a DataFrame: as handed to Spark ahead, else from the
-        rows kept for ``source``'s last plan, else from ``read()``."""
+              read: Callable[[], pa.Table]) -> BrokerRows:
+        """The rows of ``taken``: as handed to Spark ahead, else from the rows kept for
+        ``source``'s last plan, else from ``read()``."""
         planned = self.planned(source, taken)
         if planned is not None and planned.frame is not None:
-            return planned.frame
-        return rows_frame(spark, schema, planned.rows if planned is not None else read())
+            return BrokerRows.of(planned.frame, planned.rows)
+        rows = planned.rows if planned is not None else read()
+        return BrokerRows.of(rows_frame(spark, schema, rows), rows)
 
     def planned(self, source: Hashable, taken: Any) -> RangeRows | None:
         """``taken`` and its rows if they were read for ``source``'s last plan."""
@@ -90,16 +109,21 @@ def range_rows(taken: Any, rows: pa.Table, spark: SparkSession | None,
 
 
 def spark_schema(spec: StreamSpec) -> StructType:
-    """The rows' schema as Spark takes it (``StreamSpec.ddl``)."""
+    """The schema of the rows Spark takes (``StreamSpec.ddl``, the dead letters left out)."""
     schema = StructType.fromDDL(spec.ddl())
     assert isinstance(schema, StructType)
-    return schema
+    return StructType([f for f in schema.fields if f.name != DEAD_LETTER])
 
 
 def rows_frame(spark: SparkSession, schema: StructType, rows: pa.Table) -> DataFrame:
-    """Decoded rows as a DataFrame of ``schema``. They reach the JVM as one array of structs
-    per task, unpacked there: as rows of their own, every row is an element of the plan that
-    Spark's analyzer walks, and that the task's closure serializes, one by one."""
+    """Decoded rows but the dead letters as a DataFrame of ``schema``. They reach the JVM as
+    one array of structs per task, unpacked there: as rows of their own, every row is an
+    element of the plan that Spark's analyzer walks, and that the task's closure serializes,
+    one by one."""
+    letters = rows[DEAD_LETTER]
+    if letters.null_count != len(letters):
+        rows = rows.filter(pc.is_null(letters))
+    rows = rows.drop_columns([DEAD_LETTER])
     if not rows.num_rows:
         return spark.createDataFrame([], schema)
     step = -(-rows.num_rows // spark.sparkContext.defaultParallelism)

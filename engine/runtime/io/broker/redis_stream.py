@@ -21,8 +21,9 @@ from typing import Any
 
 import pyarrow as pa
 import redis
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
+from engine.runtime.io.broker import read_ahead
 from engine.runtime.io.broker.columnar import arrow_schema, entries_batch
 from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead, range_rows, spark_schema
 from engine.runtime.io.broker.redis_offsets import (
@@ -60,7 +61,8 @@ def take_entries(spec: StreamSpec, previous: EntriesTaken | None,
     return walked.taken
 
 
-def stream_rows(spark: SparkSession, spec: StreamSpec, taken: EntriesTaken) -> DataFrame:
+def stream_rows(spark: SparkSession, spec: StreamSpec,
+                taken: EntriesTaken) -> read_ahead.BrokerRows:
     """The rows of an epoch's entries: those the plan walked, else (a range planned by
     another process) read now."""
     return _reads.frame(spark, spec.key, taken, spark_schema(spec), partial(_read, spec, taken))

@@ -13,7 +13,7 @@ import redis
 
 from engine.runtime.io.broker import nats_stream, redis_stream
 from engine.runtime.io.broker.nats_client import NatsSpec
-from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead
+from engine.runtime.io.broker.read_ahead import RangeRows, ReadAhead, spark_schema
 from engine.runtime.io.broker.spec import DEAD_LETTER, StreamSpec
 from engine.runtime.io.taken import EntriesTaken
 from tests.engine.runtime.nats_jobs import bodies, delete_streams, fill, new_stream
@@ -37,6 +37,20 @@ def test_kept_rows_serve_only_the_range_they_were_read_for() -> None:
     assert reads.planned("events", ("a", 2)) == RangeRows(("a", 2), rows)
     assert reads.planned("events", ("a", 3)) is None
     assert reads.planned("other", ("a", 2)) is None
+
+
+@pytest.mark.spark
+def test_the_dead_letters_are_counted_on_the_driver_and_never_reach_spark(spark) -> None:  # type: ignore[no-untyped-def]
+    spec = redis_spec("redis://h", "s", cap=10)
+    rows = pa.table({"n": [1, None, 3, None], "event_time": pa.array([0] * 4, pa.timestamp("us")),
+                     DEAD_LETTER: [None, "9-0: bad", None, "7-0: bad"]})
+    reads = ReadAhead("test-read-ahead")
+    read = reads.frame(spark, "events", ("a", 4), spark_schema(spec), lambda: rows)
+    assert read.entries == 4 and read.dead_letters == {"count": 2, "sample": "7-0: bad"}
+    assert read.frame.columns == ["n", "event_time"]
+    assert [r.n for r in read.frame.collect()] == [1, 3]
+    clean = reads.frame(spark, "events", ("a", 2), spark_schema(spec), lambda: rows.slice(0, 1))
+    assert clean.dead_letters == {"count": 0, "sample": None} and clean.frame.count() == 1
 
 
 @pytest.fixture

@@ -298,7 +298,7 @@ def _exact(spark: Any, run: JobRun) -> bool:
     seconds: the slide is 1 s)."""
     from pyspark.sql import functions as F
 
-    from engine.runtime.io.sources import GeneratorSpec, generator_batch
+    from engine.runtime.io.sources import GeneratorSpec, generator_rows
     from engine.runtime.io.taken import ClockRange
 
     last = run.last_epoch
@@ -310,7 +310,7 @@ def _exact(spark: Any, run: JobRun) -> bool:
     end, watermark = events.end, plan.watermarks["counts"]
     params = run.graph.operator("events").params
     spec = GeneratorSpec.from_params(params, run.start_ms)
-    rows = generator_batch(spark, spec, 0, end)
+    rows = generator_rows(spark, spec, 0, end, 2)
     per_second = rows.groupBy(
         "campaign_id", F.floor(F.unix_micros("event_time") / 1_000_000).alias("second")
     ).agg(F.count(F.lit(1)).alias("n"))

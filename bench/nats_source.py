@@ -37,7 +37,7 @@ from engine.runtime.api import start_run
 from engine.runtime.driver.metrics import CollectingPublisher
 from engine.runtime.io.broker.nats_producer import ensure_stream, publish_all
 from engine.runtime.io.sinks import clear_memory_sink
-from engine.runtime.io.sources import GeneratorSpec, generator_batch
+from engine.runtime.io.sources import GeneratorSpec, generator_rows
 
 
 def nats_url() -> str:
@@ -54,7 +54,7 @@ def fill_stream(spark: SparkSession, url: str, stream: str, rows: int,
                 rows_per_second: int) -> None:
     """Writes generator events 0..rows-1 into ``stream``, in event-id order."""
     spec = GeneratorSpec.from_params({"rows_per_second": rows_per_second, "keys": KEYS})
-    events = generator_batch(spark, spec, 0, rows).withColumn(
+    events = generator_rows(spark, spec, 0, rows, 2).withColumn(
         "event_time", F.unix_millis("event_time")).orderBy("event_id")
 
     def write(part: Iterator[Row]) -> None:

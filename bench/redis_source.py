@@ -38,7 +38,7 @@ from bench.throughput import run_vsn
 from bench.workload import KEYS, window_count_job
 from engine.runtime.api import start_run
 from engine.runtime.driver.metrics import CollectingPublisher
-from engine.runtime.io.sources import GeneratorSpec, generator_batch
+from engine.runtime.io.sources import GeneratorSpec, generator_rows
 
 # A run's first epochs on the streams are slow while Spark warms up the data source's read
 # path (8 epochs: from ~3 s down to ~1.2 s); both sources are measured after as many.
@@ -62,7 +62,7 @@ def fill_streams(spark: SparkSession, url: str, streams: list[str], rows: int,
                  rows_per_second: int) -> None:
     """Writes generator events 0..rows-1 round-robin into ``streams``."""
     spec = GeneratorSpec.from_params({"rows_per_second": rows_per_second, "keys": KEYS})
-    events = generator_batch(spark, spec, 0, rows).withColumn(
+    events = generator_rows(spark, spec, 0, rows, 2).withColumn(
         "event_time", F.unix_millis("event_time")).orderBy("event_id")
 
     def write(part: Iterator[Row]) -> None:

@@ -9,6 +9,7 @@ results are those of a run without the crash.
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
@@ -83,6 +84,11 @@ class JobRun:
                                          on_command=self._on_command)
         self._listener.start()
         self.planner.listener = self._listener
+        # What the driver holds by now (modules, the session's JVM proxies) lives as long as
+        # it does: frozen, a full collection no longer scans it, and a broker source's
+        # decoding (tens of thousands of containers a chunk) triggers many.
+        gc.collect()
+        gc.freeze()
         self.loop.start()
         self.status = "running"
 

@@ -105,11 +105,6 @@ def generator_columns(spec: GeneratorSpec, id_column: str = "value") -> tuple[Co
     )
 
 
-def generator_batch(spark: SparkSession, spec: GeneratorSpec, first: int, end: int) -> DataFrame:
-    """The generator's rows for event ids in [first, end) as a batch DataFrame (for checks)."""
-    return generator_rows(spark, spec, first, end, spark.sparkContext.defaultParallelism)
-
-
 def generator_rows(
     spark: SparkSession, spec: GeneratorSpec, first: int, end: int, partitions: int
 ) -> DataFrame:

@@ -15,7 +15,7 @@ from bench.workload import chain_job, views_filter, window_count
 from engine.runtime.api import start_run
 from engine.runtime.driver.job_run import JobRun
 from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
-from engine.runtime.io.sources import GeneratorSpec, generator_batch
+from engine.runtime.io.sources import GeneratorSpec, generator_rows
 
 
 def wait_epoch(run: Any, epoch: int, timeout_s: float = 120.0) -> None:
@@ -97,7 +97,7 @@ def expected_windows(
     last epoch minus the delay) reaches their end.
     """
     spec = GeneratorSpec.from_params(GENERATOR_PARAMS, start_ms)
-    rows = generator_batch(spark, spec, 0, (last_epoch + 1) * ROWS_PER_SECOND)
+    rows = generator_rows(spark, spec, 0, (last_epoch + 1) * ROWS_PER_SECOND, 2)
     kept = None
     bounds = [*[c[0] for c in conditions[1:]], last_epoch + 1]
     for (first, condition), end in zip(conditions, bounds, strict=True):
@@ -157,7 +157,7 @@ def expected_windows_planned(
     end, watermark = events.end, plan.watermarks["counts"]
     spec = GeneratorSpec.from_params(GENERATOR_PARAMS, start_ms)
     assert watermark is not None, "the last epoch has no watermark"
-    return _windows_closed(generator_batch(spark, spec, 0, end).where(F.expr(condition)),
+    return _windows_closed(generator_rows(spark, spec, 0, end, 2).where(F.expr(condition)),
                            watermark)
 
 
@@ -231,7 +231,7 @@ def expected_pairs(spark: SparkSession, start_ms: int, last_epoch: int) -> dict[
     campaign at most ``JOIN_WITHIN_S`` apart, both among the events of epochs
     0..``last_epoch`` (a pair is emitted when its later row arrives)."""
     spec = GeneratorSpec.from_params(GENERATOR_PARAMS, start_ms)
-    rows = generator_batch(spark, spec, 0, (last_epoch + 1) * ROWS_PER_SECOND)
+    rows = generator_rows(spark, spec, 0, (last_epoch + 1) * ROWS_PER_SECOND, 2)
     views = rows.where("event_type = 'view'").alias("v")
     clicks = rows.where("event_type = 'click'").alias("c")
     apart = F.abs(F.unix_micros("v.event_time") - F.unix_micros("c.event_time"))

@@ -13,7 +13,7 @@ import pytest
 from engine.runtime.api import request_reconfiguration, start_run
 from engine.runtime.driver.metrics import CollectingPublisher, CollectingRecorder
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
-from engine.runtime.io.sources import GeneratorSpec, generator_batch
+from engine.runtime.io.sources import GeneratorSpec, generator_rows
 from engine.runtime.operators.columns import TIME_US
 from engine.runtime.operators.dedupe import kept_rows, parse_dedupe_spec
 from tests.engine.runtime.jobs import KEYS, ROWS_PER_SECOND
@@ -82,7 +82,7 @@ def test_dedupe_is_exact_across_a_rescale(spark, tmp_path) -> None:  # type: ign
     assert recorder.acks[0].status == "applied"
 
     spec = GeneratorSpec.from_params(generator, run.start_ms)
-    rows = generator_batch(spark, spec, 0, 7 * ROWS_PER_SECOND).orderBy("event_id").collect()
+    rows = generator_rows(spark, spec, 0, 7 * ROWS_PER_SECOND, 2).orderBy("event_id").collect()
     last: dict[int, int] = {}
     expected = set()
     for row in rows:

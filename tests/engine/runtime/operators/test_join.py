@@ -17,7 +17,7 @@ from engine.runtime.api import request_reconfiguration
 from engine.runtime.control.run_config import initial_config
 from engine.runtime.errors import CommandRejected
 from engine.runtime.io.sinks import clear_memory_sink, memory_sink_rows
-from engine.runtime.io.sources import GeneratorSpec, generator_batch
+from engine.runtime.io.sources import GeneratorSpec, generator_rows
 from engine.runtime.operators.columns import KG, TIME_US
 from engine.runtime.operators.entries import ROW, decode
 from engine.runtime.operators.join import (
@@ -223,7 +223,7 @@ def test_logic_changes_around_a_join_are_checked_against_its_output(spark) -> No
         {"from": "late", "to": "joined"},
     ]
     graph = parse_job_graph(job)
-    batch = generator_batch(spark, GeneratorSpec.from_params({"rows_per_second": 10}), 0, 10)
+    batch = generator_rows(spark, GeneratorSpec.from_params({"rows_per_second": 10}), 0, 10, 2)
     check = logic_checker(graph, initial_config(plan_job(graph)), batch)
     check("late", {"condition": "click_time > event_time"})  # a right-only column: accepted
     with pytest.raises(CommandRejected, match="no_such"):

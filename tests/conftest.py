@@ -55,6 +55,17 @@ def service_urls() -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """The local[2] session every in-process Spark test shares, and the checks of what a
+    whole stack wrote: each JVM start is seconds of the suite's cores."""
+    from engine.runtime.spark.session import build_session
+
+    session = build_session(master="local[2]", app_name="streamscale-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
 def python_executable() -> str:
     return sys.executable
 

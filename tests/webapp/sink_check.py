@@ -3,6 +3,8 @@ computed from the generator for the epochs its checkpoint planned."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 
 from tests.engine.runtime.jobs import actual_windows, expected_windows_planned
@@ -23,18 +25,15 @@ def sink_rows(stack: PrivateStack, table: str) -> pa.Table | None:
     })
 
 
-def check_sink_is_exact(stack: PrivateStack, table: str, run_id: int, last_epoch: int) -> None:
-    """The window job's sink ``table`` holds exactly the windows its checkpointed plans closed."""
-    from engine.runtime.spark.session import build_session
-
+def check_sink_is_exact(
+    spark: Any, stack: PrivateStack, table: str, run_id: int, last_epoch: int
+) -> None:
+    """The window job's sink ``table`` holds exactly the windows its checkpointed plans closed
+    (computed on ``spark``, the suite's session)."""
     checkpoint = stack.var_dir / "runs" / str(run_id) / "checkpoint"
-    spark = build_session(master="local[1]", app_name="streamscale-e2e-check")
-    try:
-        # Rows fall due by the wall clock: the epochs' plans say which ones the run took.
-        expected = expected_windows_planned(spark, str(checkpoint), last_epoch,
-                                            "event_type = 'view'")
-    finally:
-        spark.stop()
+    # Rows fall due by the wall clock: the epochs' plans say which ones the run took.
+    expected = expected_windows_planned(spark, str(checkpoint), last_epoch,
+                                        "event_type = 'view'")
     actual = actual_windows(sink_rows(stack, table))
     assert expected, "the run closed no window"
     assert actual == expected

@@ -61,14 +61,11 @@ def _measure(
 
 
 @pytest.fixture(scope="module")
-def measured() -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
+def measured(spark: Any) -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
     """Two real runs on Spark: 300 windows per row at far more rows than one instance takes,
     and a light tumbling count that keeps up. The light one runs 3 s epochs: an epoch's
     fixed cost (its Spark jobs) measured 0.44 to 1.22 s at 500 rows/s on an idle 2-core
     machine, so 1 s epochs fall behind on a busy one for that alone."""
-    from engine.runtime.spark.session import build_session
-
-    spark = build_session(master="local[2]", app_name="autoscale-service-test")
     behind = _variant(200_000, 30_000, {"window": "30 seconds", "slide": "100 milliseconds"})
     keeping_up = _variant(500, None, {})
     return {"behind": (behind, _measure(spark, behind, 8)),

@@ -40,7 +40,7 @@ def _past(api, run_id: int, epoch: int) -> dict | None:
     return run if run and run["status"] == "running" and (run["epoch"] or -1) > epoch else None
 
 
-def test_postgres_killed_three_times_spends_no_driver_restart_and_output_is_exact():
+def test_postgres_killed_three_times_spends_no_driver_restart_and_output_is_exact(spark):
     with PrivateStack(demo=False, standby=False) as stack:
         api = stack.client(username="blip", role="admin")
         document = window_job({"type": "sink.postgres", "params": {"table": TABLE}},
@@ -68,4 +68,4 @@ def test_postgres_killed_three_times_spends_no_driver_restart_and_output_is_exac
         stopped = wait_for(lambda: (lambda r: r if r and r["status"] == "stopped" else None)(
             _run(api, run_id)), timeout=120, what="the run to stop")
         assert stopped["restarts"] == 0
-        check_sink_is_exact(stack, TABLE, run_id, stopped["epoch"])
+        check_sink_is_exact(spark, stack, TABLE, run_id, stopped["epoch"])

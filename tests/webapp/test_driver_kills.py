@@ -38,7 +38,7 @@ def _restarts(api, run_id: int) -> int:
     return api.get(f"/api/runs/{run_id}")["restarts"]
 
 
-def test_drivers_killed_at_random_moments_spend_one_restart_each_and_output_is_exact():
+def test_drivers_killed_at_random_moments_spend_one_restart_each_and_output_is_exact(spark):
     rng = random.Random(1)
     with PrivateStack(demo=False) as stack:
         api = stack.client(username="kills", role="admin")
@@ -88,4 +88,4 @@ def test_drivers_killed_at_random_moments_spend_one_restart_each_and_output_is_e
         log = (stack.var_dir / "runs" / str(run_id) / "driver.log").read_text(errors="replace")
         assert "CONCURRENT" not in log and "concurrently" not in log
         assert "superseded" not in log  # no driver ever met a successor's fence
-        check_sink_is_exact(stack, TABLE, run_id, stopped["epoch"])
+        check_sink_is_exact(spark, stack, TABLE, run_id, stopped["epoch"])

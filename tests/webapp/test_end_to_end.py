@@ -51,7 +51,7 @@ def _rescale(api, run_id: int, parallelism: int, request_id: str) -> tuple[int, 
         "reason": "end-to-end test", "request_id": request_id})
 
 
-def test_a_job_runs_rescales_recovers_and_stops_with_exact_results(stack):
+def test_a_job_runs_rescales_recovers_and_stops_with_exact_results(stack, spark):
     api = stack.client(username="e2e", role="admin")
     document = window_job({"type": "sink.postgres", "params": {"table": TABLE}}, parallelism=2)
     job = api.post("/api/jobs", document)
@@ -130,4 +130,4 @@ def test_a_job_runs_rescales_recovers_and_stops_with_exact_results(stack):
     assert actions.count("reconfiguration.rescale") == 4  # the repeated request id is not new
     assert "run.recovering" in actions and "run.stopped" in actions
 
-    check_sink_is_exact(stack, TABLE, run_id, stopped["epoch"])
+    check_sink_is_exact(spark, stack, TABLE, run_id, stopped["epoch"])

@@ -53,7 +53,7 @@ def _version_with(api, job: dict, document: dict, **counts_params) -> int:
                     {"dag": changed, "base_version": base})["version"]
 
 
-def test_a_run_stopped_mid_window_resumes_and_upgrades_from_its_state_exactly():
+def test_a_run_stopped_mid_window_resumes_and_upgrades_from_its_state_exactly(spark):
     with PrivateStack(demo=False) as stack:
         api = stack.client(username="resumer", role="operator")
         document = window_job({"type": "sink.postgres", "params": {"table": TABLE}})
@@ -71,7 +71,7 @@ def test_a_run_stopped_mid_window_resumes_and_upgrades_from_its_state_exactly():
         wait_for(lambda: _running_past(api, run_id, first["epoch"] + 3), timeout=300,
                  what="the resumed run to run on")
         second = _stop(api, run_id)
-        check_sink_is_exact(stack, TABLE, run_id, second["epoch"])
+        check_sink_is_exact(spark, stack, TABLE, run_id, second["epoch"])
 
         misplacing = _version_with(api, job, document, key=["user_id"])
         status, refused = api.call("POST", f"/api/runs/{run_id}/resume",
@@ -86,7 +86,7 @@ def test_a_run_stopped_mid_window_resumes_and_upgrades_from_its_state_exactly():
                  what="the upgraded run to run on")
         third = _stop(api, run_id)
         assert third["version"] == later_watermark
-        check_sink_is_exact(stack, TABLE, run_id, third["epoch"])
+        check_sink_is_exact(spark, stack, TABLE, run_id, third["epoch"])
 
         assert api.call("DELETE", f"/api/runs/{run_id}/state")[0] == 200
         status, refused = api.call("POST", f"/api/runs/{run_id}/resume", {})

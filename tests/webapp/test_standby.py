@@ -24,7 +24,9 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_start_and_restart_are_taken_over_by_standbys_and_none_outlives_the_product() -> None:
+def test_start_and_restart_are_taken_over_by_standbys_and_none_outlives_the_product(
+    spark,
+) -> None:
     stack = PrivateStack(demo=False).start()
     try:
         api = stack.client(username="standby", role="admin")
@@ -56,7 +58,7 @@ def test_start_and_restart_are_taken_over_by_standbys_and_none_outlives_the_prod
         api.post(f"/api/runs/{run_id}/stop", {"reason": "end of test"})
         stopped = wait_for(lambda: (lambda r: r if r["status"] == "stopped" else None)(
             api.get(f"/api/runs/{run_id}")), timeout=TIMEOUT_S, what="the run to stop")
-        check_sink_is_exact(stack, table, run_id, stopped["epoch"])
+        check_sink_is_exact(spark, stack, table, run_id, stopped["epoch"])
         third = wait_for(lambda: standbys_ready(stack), timeout=TIMEOUT_S, what="a third standby")
     finally:
         stack.stop()

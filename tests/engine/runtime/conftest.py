@@ -1,6 +1,6 @@
-"""Fixtures of the Spark runtime tests: one shared local[2] SparkSession, and Redis and
-Postgres reached through the product's settings (the embedded servers unless
-``DATABASE_URL`` / ``REDIS_URL`` name others)."""
+"""Fixtures of the Spark runtime tests: Redis and Postgres reached through the product's
+settings (the embedded servers unless ``DATABASE_URL`` / ``REDIS_URL`` name others); their
+Spark session is the suite's (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -16,16 +16,6 @@ POSTGRES_DB = "streamscale_runtime_test"
 
 # py4j logs at INFO while the interpreter shuts down, after pytest closed its streams.
 logging.getLogger("py4j").setLevel(logging.WARNING)
-
-
-@pytest.fixture(scope="session")
-def spark():  # type: ignore[no-untyped-def]
-    """The session every in-process Spark test shares (a JVM start costs ~8 s)."""
-    from engine.runtime.spark.session import build_session
-
-    session = build_session(master="local[2]", app_name="streamscale-runtime-tests")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="session")
